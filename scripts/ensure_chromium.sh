@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Browser tests drive Debian's chromium through Playwright (no browser download: the closed network forbids it).
-# Install it when it is missing and we are allowed to; otherwise the browser tests skip and say why.
+# System packages the tests use, from Debian's archive, installed when missing and allowed:
+# - chromium: browser tests drive it through Playwright (no browser download: the closed network forbids it);
+# - bubblewrap: the evaluator's sandbox confines untrusted code's file system with it where present.
+# Otherwise the browser tests skip and the evaluator records that its file-system isolation was not in force.
 set -u
-if [ -x /usr/bin/chromium ]; then exit 0; fi
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+[ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "Installing Debian's chromium for the browser tests..."
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-    || echo "Could not install chromium: browser tests will be skipped."
+  echo "Installing ${missing[*]} for the tests..."
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
+    || echo "Could not install ${missing[*]}: browser tests skip; the sandbox runs without bubblewrap."
 else
-  echo "chromium is not installed and this user cannot install it: browser tests will be skipped."
+  echo "Missing ${missing[*]} and this user cannot install them: browser tests skip; the sandbox runs without bubblewrap."
 fi
 exit 0
