@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # On a machine without a GPU this takes the CPU build of torch from the local disk; a GPU host keeps its own.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install run test test-fast lint typecheck browser clean help
+.PHONY: install run test test-fast lint typecheck system-packages clean help
 
 help:
 	@echo "make run    - set up and run the whole site on 127.0.0.1:$${PORT:-8000} (embedded SQLite + Redis)"
@@ -26,10 +26,10 @@ install: $(STAMP)
 run: install
 	$(PY) manage.py run_local
 
-browser:
-	@bash scripts/ensure_chromium.sh
+system-packages:
+	@bash scripts/ensure_system_packages.sh
 
-test: install browser
+test: install system-packages
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: install
