@@ -1,0 +1,5 @@
+import sys
+
+from kernelhub_client.cli import main
+
+sys.exit(main())
