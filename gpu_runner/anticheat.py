@@ -1,0 +1,385 @@
+"""Static pre-screen of a solution's source, before anything of it runs.
+
+`prescreen(solution_source, problem_meta)` returns findings `{"rule", "detail"}`; any finding makes the
+verdict `rejected`. Two layers: the `kernelguard` package's detectors for reward hacks seen in the wild
+(only its rules strong enough to auto-filter), and our own AST rules for KernelBench-format solutions.
+Static rules are a first filter, cheap and explainable; the runtime guards (gpu_runner/guards.py) and the
+out-of-process checks are what a determined attacker meets next. See docs/ANTICHEAT.md.
+
+Imports nothing from Django: runner hosts lack it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+# Modules a kernel has no honest use for: processes, network, introspection of the harness, persistence.
+FORBIDDEN_MODULES = {
+    "subprocess": "starting processes",
+    "socket": "network access",
+    "ssl": "network access",
+    "http": "network access",
+    "urllib": "network access",
+    "requests": "network access",
+    "httpx": "network access",
+    "aiohttp": "network access",
+    "ftplib": "network access",
+    "smtplib": "network access",
+    "multiprocessing": "starting processes",
+    "concurrent": "background workers",
+    "threading": "background threads",
+    "_thread": "background threads",
+    "asyncio": "background work",
+    "signal": "signal handlers",
+    "gc": "finding the harness's objects through the garbage collector",
+    "inspect": "frame inspection of the harness",
+    "traceback": "frame inspection of the harness",
+    "pickle": "loading serialized objects",
+    "marshal": "loading code objects",
+    "shelve": "persistent state across evaluations",
+    "sqlite3": "persistent state across evaluations",
+    "importlib": "dynamic imports",
+    "builtins": "patching builtins",
+    "__main__": "reaching into the harness",
+    "atexit": "exit handlers that change the outcome",
+    "pty": "starting processes",
+    "resource": "changing the sandbox limits",
+    "mmap": "raw memory access",
+    "tempfile": "writing files",
+    "shutil": "writing files",
+    "pathlib": "writing files",
+    "gpu_runner": "reaching into the evaluator",
+}
+# Attribute chains that are never part of an honest kernel.
+FORBIDDEN_ATTRS = {
+    "sys._getframe": "frame inspection of the harness",
+    "sys._current_frames": "frame inspection of the harness",
+    "sys.settrace": "tracing the harness",
+    "sys.setprofile": "profiling the harness",
+    "sys.modules": "reaching into other modules",
+    "sys.stdout": "replacing the output streams",
+    "sys.stderr": "replacing the output streams",
+    "sys.exit": "ending the process early",
+    "os._exit": "ending the process early",
+    "os.kill": "signalling processes",
+    "os.fork": "starting processes",
+    "os.system": "starting processes",
+    "os.popen": "starting processes",
+    "os.environ": "reading or changing the environment",
+    "os.putenv": "changing the environment",
+    "os.remove": "deleting files",
+    "os.unlink": "deleting files",
+    "os.rename": "moving files",
+    "os.replace": "moving files",
+    "os.chdir": "leaving the working directory",
+    "torch.compile": "torch.compile does the work with torch, not with your kernel",
+    "torch._dynamo": "torch.compile does the work with torch, not with your kernel",
+    "torch._inductor": "torch.compile does the work with torch, not with your kernel",
+    "torch.jit": "TorchScript does the work with torch, not with your kernel",
+    "torch.cuda.CUDAGraph": "CUDA graph replay skips the work being timed",
+    "torch.cuda.graph": "CUDA graph replay skips the work being timed",
+    "torch.cuda.graphs": "CUDA graph replay skips the work being timed",
+    "torch.cuda.make_graphed_callables": "CUDA graph replay skips the work being timed",
+    "torch.cuda.set_stream": "switching the current stream hides work from the timer",
+    "torch.cuda.Event": "the harness does the timing",
+    "torch.cuda.synchronize": "the harness does the synchronisation",
+    "torch.utils._python_dispatch": "turning off the evaluator's op guard",
+    "torch._C._DisableTorchDispatch": "turning off the evaluator's op guard",
+    "torch._C._unset_dispatch_mode": "turning off the evaluator's op guard",
+    "torch._C._pop_torch_dispatch_stack": "turning off the evaluator's op guard",
+    "torch._C._set_torch_function_mode": "turning off the evaluator's op guard",
+    "torch.backends.cuda.matmul.allow_tf32": "changing torch's precision settings",
+    "torch.backends.cudnn.allow_tf32": "changing torch's precision settings",
+    "torch.set_float32_matmul_precision": "changing torch's precision settings",
+    "torch.set_default_dtype": "changing torch's precision settings",
+    "torch.manual_seed": "changing the random state used to generate inputs",
+    "torch.set_rng_state": "changing the random state used to generate inputs",
+    "torch.random": "changing the random state used to generate inputs",
+    "torch.cuda.manual_seed": "changing the random state used to generate inputs",
+    "torch.cuda.set_rng_state": "changing the random state used to generate inputs",
+    "torch.library": "registering torch ops",
+    "torch.ops.aten": "calling torch's own kernels",
+    "torch.overrides": "torch function overrides",
+}
+# Builtins whose calls hide what the code does or reach the harness.
+FORBIDDEN_CALLS = {
+    "exec": "running code built at run time",
+    "eval": "running code built at run time",
+    "compile": "running code built at run time",
+    "__import__": "dynamic imports",
+    "globals": "reaching into module globals",
+    "vars": "reaching into other objects' state",
+    "breakpoint": "debugger hooks",
+}
+# Dunder attributes used to climb from an object to the harness or to code objects.
+FORBIDDEN_DUNDERS = {
+    "__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__getattribute__",
+    "__reduce__", "__reduce_ex__", "__torch_function__", "__torch_dispatch__", "f_back", "f_globals",
+    "f_locals", "tb_frame", "gi_frame", "cr_frame", "__mro__", "__bases__", "__base__", "__dict__",
+}
+# Native escapes in C++/CUDA source: calling torch's kernels or turning off the dispatch guard from C++.
+NATIVE_PATTERNS = [
+    (re.compile(r"\bat::native::"), "calls torch's native kernels (at::native::) instead of your own"),
+    (re.compile(r"\bat::(?:cpu|cuda|meta|compositeexplicitautograd|compositeimplicitautograd)::(?!getCurrent|"
+                r"getDefault|CUDAGuard|CUDAStream|OptionalCUDAGuard|CUDAStreamGuard|getStreamFromPool|"
+                r"set|current_device|device_count)[a-z_]+\s*\("),
+     "calls a torch kernel for one backend directly instead of your own"),
+    (re.compile(r"\bExcludeDispatchKeyGuard|\bIncludeDispatchKeyGuard|\bAutoDispatchBelow|\bDispatchKeySet"
+                r"|\bredispatch\b|\bc10::Dispatcher\b|\bfindSchema"),
+     "changes torch's dispatch from C++ (this turns off the evaluator's op guard)"),
+    (re.compile(r"\bat::(?:matmul|mm|bmm|addmm|baddbmm|linear|conv\w*|relu|gelu|softmax|log_softmax|"
+                r"layer_norm|batch_norm|group_norm|sum|mean|max|min|exp|tanh|sigmoid|einsum|matmul_out|mm_out|"
+                r"cudnn_\w+|_scaled_mm)\s*\(|\btorch::(?:matmul|mm|bmm|addmm|linear|conv\w*|relu|gelu|softmax|"
+                r"layer_norm|batch_norm|sum|mean|einsum|tanh|sigmoid|exp)\s*\("),
+     "calls a torch compute op from C++ (a torch fallback) instead of your own kernel"),
+    (re.compile(r"\bcudaGraph\w*|\bcudaStreamBeginCapture|\bCUDAGraph\b"),
+     "uses CUDA graphs (replay skips the work being timed)"),
+    (re.compile(r"\bcudaStreamCreate\w*|\bgetStreamFromPool\b|\bcudaSetDevice\b|\bcudaDeviceReset\b"),
+     "creates its own CUDA streams or changes the device (work may escape the timer)"),
+    (re.compile(r"\bcublas\w*|\bcudnn\w*|\bcublasLt\w*|\bcusparse\w*|\bcufft\w*"),
+     "calls a vendor library (cuBLAS, cuDNN, ...) instead of your own kernel"),
+    (re.compile(r"\b(?:fopen|ofstream|fwrite|system|popen|execve?|execvp|fork|vfork|socket|connect|dlopen|"
+                r"dlsym|ptrace|getenv|setenv|unsetenv|kill|mprotect|syscall)\s*\("),
+     "makes a system call an honest kernel has no use for (files, processes, network, environment)"),
+    (re.compile(r"\bpthread_create\b|\bstd::thread\b|\bstd::async\b|\bstd::jthread\b"),
+     "starts threads by hand (use OpenMP parallel loops, which end before your function returns)"),
+    (re.compile(r"\bstatic\s+(?:at|torch)::Tensor\b|\bstatic\s+std::(?:unordered_)?map\b"),
+     "keeps tensors in static storage across calls (results must be computed on each call)"),
+]
+CUSTOM_KERNEL_MARKERS = re.compile(
+    r"\bload_inline\s*\(|\bcpp_extension\.load\s*\(|\bload\s*\(\s*name\s*=|@\s*(?:triton\.)?jit\b|"
+    r"\bRawKernel\s*\(|\bRawModule\s*\(|\bElementwiseKernel\s*\(|\bReductionKernel\s*\("
+)
+_KERNELGUARD_OFF: set[str] = set()  # kernelguard rules found to misfire on honest KernelBench solutions
+
+
+# Modules whose attributes a solution must not assign: the harness times, checks and reports with them.
+PROTECTED_ROOTS = {"torch", "time", "builtins", "sys", "os", "gc", "threading", "numpy", "math", "triton", "cupy",
+                   "json", "random", "pickle", "io"}
+# Environment variables an honest solution sets before building its extension.
+BUILD_ENV_KEYS = {"TORCH_CUDA_ARCH_LIST", "MAX_JOBS"}
+
+
+def _is_build_env_write(node: ast.AST, full: str) -> bool:
+    """os.environ["TORCH_CUDA_ARCH_LIST"] = ...: honest solutions pick their GPU architecture this way."""
+    return (
+        full == "os.environ"
+        and isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and node.slice.value in BUILD_ENV_KEYS
+    )
+
+
+def _finding(rule: str, detail: str) -> dict:
+    return {"rule": rule, "detail": detail}
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _string_constants(tree: ast.AST) -> list[str]:
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+class _Aliases(ast.NodeVisitor):
+    """Maps local names to the dotted module paths they stand for (`import torch.nn.functional as F`)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.imports: list[tuple[str, int]] = []
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self.imports.append((a.name, node.lineno))
+            self.names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self.imports.append(("." * node.level + module, node.lineno))
+        for a in node.names:
+            full = f"{module}.{a.name}" if module else a.name
+            self.imports.append((full, node.lineno))
+            self.names[a.asname or a.name] = full
+
+
+def _expand(dotted: str, aliases: dict[str, str]) -> str:
+    head, _, rest = dotted.partition(".")
+    if head in aliases:
+        return aliases[head] + ("." + rest if rest else "")
+    return dotted
+
+
+def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
+    findings: list[dict] = []
+    al = _Aliases()
+    al.visit(tree)
+
+    # 1. the entry point
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    if "ModelNew" not in classes:
+        findings.append(_finding(
+            "no_modelnew",
+            "the solution defines no top-level class ModelNew(nn.Module); define it, taking the same "
+            "constructor arguments as the problem's Model",
+        ))
+    else:
+        forward = [n for n in classes["ModelNew"].body if isinstance(n, ast.FunctionDef) and n.name == "forward"]
+        if not forward:
+            findings.append(_finding("no_forward", "class ModelNew has no forward method; define forward(self, ...)"))
+
+    # 2. a custom kernel must be present
+    if not CUSTOM_KERNEL_MARKERS.search(source):
+        findings.append(_finding(
+            "no_custom_kernel",
+            "no custom kernel found: build one with torch.utils.cpp_extension.load_inline (C++ or CUDA source), "
+            "Triton @triton.jit, or CuPy RawKernel/RawModule; a pure-PyTorch ModelNew is not accepted",
+        ))
+
+    # 3. forbidden imports
+    for name, line in al.imports:
+        root = name.lstrip(".").split(".")[0]
+        if name.startswith("."):
+            findings.append(_finding("forbidden_import", f"line {line}: relative import {name!r}; import only "
+                                     "installed packages"))
+            continue
+        if root in FORBIDDEN_MODULES:
+            findings.append(_finding(
+                "forbidden_import",
+                f"line {line}: import of {name!r} ({FORBIDDEN_MODULES[root]}) is not allowed in a solution; "
+                "remove it",
+            ))
+        elif name.startswith("ctypes"):
+            findings.append(_finding(
+                "forbidden_import",
+                f"line {line}: ctypes reaches raw memory and native libraries; build your kernel with "
+                "load_inline, Triton or CuPy instead",
+            ))
+        else:
+            for attr, why in FORBIDDEN_ATTRS.items():
+                if name == attr or name.startswith(attr + "."):
+                    findings.append(_finding("forbidden_api", f"line {line}: import of {name!r} ({why}); remove it"))
+
+    # 4. attribute chains, calls and dunders
+    build_env_nodes = {
+        id(n.value) for n in ast.walk(tree)
+        if isinstance(n, ast.Subscript) and _is_build_env_write(n, _expand(_dotted(n.value) or "", al.names))
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            dotted = _dotted(node)
+            if dotted:
+                full = _expand(dotted, al.names)
+                if full == "os.environ" and id(node) in build_env_nodes:
+                    continue
+                for attr, why in FORBIDDEN_ATTRS.items():
+                    if full == attr or full.startswith(attr + "."):
+                        findings.append(_finding("forbidden_api", f"line {node.lineno}: {full} ({why}); remove it"))
+                        break
+            if node.attr in FORBIDDEN_DUNDERS:
+                findings.append(_finding(
+                    "introspection",
+                    f"line {node.lineno}: .{node.attr} reaches into other objects or frames; remove it",
+                ))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            fn = node.func.id
+            if fn in FORBIDDEN_CALLS and fn not in al.names:
+                findings.append(_finding("forbidden_call", f"line {node.lineno}: {fn}() ({FORBIDDEN_CALLS[fn]}); "
+                                         "remove it"))
+            if fn in {"setattr", "getattr", "delattr"} and node.args:
+                target = _dotted(node.args[0])
+                if target and _expand(target, al.names).split(".")[0] in {"torch", "time", "builtins", "sys", "os",
+                                                                            "gc", "threading", "math", "numpy"}:
+                    if fn != "getattr":
+                        findings.append(_finding(
+                            "monkeypatch",
+                            f"line {node.lineno}: {fn}({target}, ...) changes a module the harness relies on; "
+                            "remove it",
+                        ))
+                    elif len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant):
+                        findings.append(_finding(
+                            "forbidden_call",
+                            f"line {node.lineno}: getattr({target}, <computed name>) hides which function "
+                            "is called; call it by name",
+                        ))
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                dotted = _dotted(t) if isinstance(t, ast.Attribute) else None
+                if isinstance(t, ast.Subscript):
+                    dotted = _dotted(t.value)
+                if not dotted:
+                    continue
+                full = _expand(dotted, al.names)
+                if full.split(".")[0] in PROTECTED_ROOTS and "." in full and not _is_build_env_write(t, full):
+                    findings.append(_finding(
+                        "monkeypatch",
+                        f"line {node.lineno}: assigning to {full} changes a module the harness relies on; "
+                        "remove it",
+                    ))
+
+    # 5. native source in strings (C++/CUDA passed to load_inline)
+    for text in _string_constants(tree):
+        if len(text) < 20:
+            continue
+        for pattern, why in NATIVE_PATTERNS:
+            m = pattern.search(text)
+            if m:
+                findings.append(_finding("native_escape", f"kernel source {why} (found {m.group(0).strip()!r}); "
+                                         "write the computation in your own kernel"))
+    return findings
+
+
+def _kernelguard_rules(source: str) -> list[dict]:
+    try:
+        import kernelguard
+    except ImportError:  # the runner still has its own rules; say so in the findings' absence
+        return []
+    findings = []
+    try:
+        result: dict[str, Any] = kernelguard.analyze_code(source, {}, compute_structural_hash=False)
+    except Exception as exc:  # a detector crashing on odd source must not let the source through unchecked
+        return [_finding("kernelguard_error", f"the kernelguard pre-screen could not analyse the source ({exc}); "
+                         "simplify the code")]
+    for match in result.get("matched_patterns", []):
+        name = match.get("pattern", "")
+        if name in _KERNELGUARD_OFF or name.startswith("SCORE_"):
+            continue
+        policy = kernelguard.get_rule_policy(name)
+        if policy.max_outcome != kernelguard.AUTO_FILTER:
+            continue
+        findings.append(_finding(
+            f"kernelguard:{name}",
+            f"kernelguard found {name.lower().replace('_', ' ')}: {match.get('evidence', '')}; "
+            "this pattern is a known reward hack, remove it",
+        ))
+    return findings
+
+
+def prescreen(solution_source: str, problem_meta: dict) -> list[dict]:
+    """Static findings on a solution; empty means no rule objects to running it."""
+    try:
+        tree = ast.parse(solution_source)
+    except SyntaxError as exc:
+        return [_finding("syntax_error", f"the solution is not valid Python: {exc.msg} at line {exc.lineno}; fix it")]
+    findings = _ast_rules(tree, solution_source)
+    findings += _kernelguard_rules(solution_source)
+    allowed = set(problem_meta.get("allow_static") or [])
+    out, seen = [], set()
+    for f in findings:
+        key = (f["rule"], f["detail"])
+        if f["rule"] in allowed or key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    return out
