@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from apps.leaderboard import api
+
+urlpatterns = [
+    path("leaderboard/", api.LeaderboardApi.as_view(), name="api-leaderboard"),
+    path("problems/<slug:slug>/leaderboard/", api.ProblemLeaderboardApi.as_view(), name="api-problem-leaderboard"),
+]

@@ -1,0 +1,152 @@
+"""The leaderboard API: read-only, public. One APIView per operation; numbers come from selectors.py."""
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.devices.models import HardwarePool
+from apps.leaderboard import selectors
+from apps.submissions.models import Problem
+
+HARDWARE_PARAM = OpenApiParameter(
+    "hardware", OpenApiTypes.STR, description="Hardware pool slug (cpu, h200, ...). Default: the site's default pool."
+)
+
+
+def _pool_or_404(slug: str) -> HardwarePool:
+    pool = HardwarePool.objects.filter(slug=slug, is_active=True).first()
+    if pool is None:
+        known = ", ".join(selectors.pool_slugs()) or "none yet"
+        raise NotFound(f"Unknown hardware pool '{slug}'. Known pools: {known}.")
+    return pool
+
+
+class RowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    entrant = serializers.CharField()
+    entrant_slug = serializers.CharField()
+    kind = serializers.CharField()
+    is_baseline = serializers.BooleanField()
+    problems = serializers.IntegerField(help_text="Problems in the suite: the denominator of every rate.")
+    attempted = serializers.IntegerField()
+    solved = serializers.IntegerField()
+    fast_0 = serializers.FloatField(allow_null=True, help_text="Correctness rate over the suite, 0..1.")
+    fast_1_vs_eager = serializers.FloatField(allow_null=True)
+    fast_1_vs_compile = serializers.FloatField(allow_null=True)
+    geomean_speedup_vs_eager = serializers.FloatField(
+        allow_null=True, help_text="Geometric mean over solved problems only; see geomean_count_vs_eager.")
+    geomean_speedup_vs_compile = serializers.FloatField(allow_null=True)
+    geomean_count_vs_eager = serializers.IntegerField()
+    geomean_count_vs_compile = serializers.IntegerField()
+    last_result_at = serializers.DateTimeField(allow_null=True)
+
+
+class LeaderboardRowSerializer(RowSerializer):
+    p = serializers.FloatField()
+    fast_p_vs_eager = serializers.FloatField(allow_null=True)
+    fast_p_vs_compile = serializers.FloatField(allow_null=True)
+
+
+class ProblemEntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField(allow_null=True, help_text="null for the baseline rows.")
+    entrant = serializers.CharField()
+    entrant_slug = serializers.CharField()
+    kind = serializers.CharField()
+    is_baseline = serializers.BooleanField()
+    submission_id = serializers.IntegerField(allow_null=True)
+    evaluation_id = serializers.IntegerField(allow_null=True)
+    language = serializers.CharField()
+    runtime_us = serializers.FloatField()
+    speedup_vs_eager = serializers.FloatField(allow_null=True)
+    speedup_vs_compile = serializers.FloatField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class LeaderboardApi(APIView):
+    authentication_classes: list = []  # public and read-only: no token, no session, no CSRF
+
+    class InputSerializer(serializers.Serializer):
+        hardware = serializers.SlugField(required=False, max_length=40)
+        level = serializers.IntegerField(
+            required=False, min_value=1, max_value=9,
+            error_messages={"invalid": "level must be a whole number such as 1, 2 or 3."},
+        )
+        p = serializers.FloatField(
+            required=False, min_value=0.0, max_value=1000.0,
+            error_messages={"invalid": "p must be a number such as 1.0 or 1.5 (the speedup threshold)."},
+        )
+
+    class OutputSerializer(serializers.Serializer):
+        hardware = serializers.CharField()
+        level = serializers.IntegerField(allow_null=True)
+        p = serializers.FloatField(allow_null=True)
+        problems = serializers.IntegerField()
+        geomean_over = serializers.CharField(help_text="'solved': failures are left out of the geometric mean.")
+        rows = LeaderboardRowSerializer(many=True, help_text="p, fast_p_vs_eager, fast_p_vs_compile: only with p.")
+
+    @extend_schema(
+        operation_id="leaderboard",
+        summary="The leaderboard of a hardware pool",
+        description="One row per entrant (the baselines PyTorch eager and torch.compile always included), ranked. "
+        "Rates are fractions of ALL active problems of the pool (and level): unattempted and failed problems "
+        "count as not fast. fast_p fields appear when p is given.",
+        parameters=[
+            HARDWARE_PARAM,
+            OpenApiParameter("level", OpenApiTypes.INT, description="KernelBench level (1, 2, 3, ...)."),
+            OpenApiParameter("p", OpenApiTypes.FLOAT, description="Speedup threshold for fast_p (0 = correctness)."),
+        ],
+        responses={200: OutputSerializer},
+    )
+    def get(self, request: Request) -> Response:
+        params = self.InputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        pool = _pool_or_404(data.get("hardware") or settings.DEFAULT_HARDWARE_POOL)
+        level, p = data.get("level"), data.get("p")
+        rows = selectors.leaderboard_rows(pool=pool.slug, level=level, p=1.0 if p is None else p)
+        row_serializer = RowSerializer if p is None else LeaderboardRowSerializer
+        return Response({
+            "hardware": pool.slug, "level": level, "p": p,
+            "problems": rows[0].problems if rows else 0,
+            "geomean_over": "solved",
+            "rows": row_serializer(rows, many=True).data,
+        })
+
+
+class ProblemLeaderboardApi(APIView):
+    authentication_classes: list = []
+
+    class InputSerializer(serializers.Serializer):
+        hardware = serializers.SlugField(required=False, max_length=40)
+
+    class OutputSerializer(serializers.Serializer):
+        problem = serializers.CharField()
+        hardware = serializers.CharField()
+        entries = ProblemEntrySerializer(many=True)
+
+    @extend_schema(
+        operation_id="problem_leaderboard",
+        summary="The board of one problem on a hardware pool",
+        description="The best accepted submission per entrant, ranked by runtime (equal runtimes share a rank), "
+        "with the measured PyTorch eager and torch.compile times placed among them (rank null).",
+        parameters=[HARDWARE_PARAM],
+        responses={200: OutputSerializer},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        params = self.InputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        pool = _pool_or_404(params.validated_data.get("hardware") or settings.DEFAULT_HARDWARE_POOL)
+        try:
+            entries = selectors.problem_board(slug=slug, pool=pool.slug)
+        except Problem.DoesNotExist:
+            raise NotFound(
+                f"No active problem '{slug}' on hardware pool '{pool.slug}'. List problems at /api/v1/problems/."
+            ) from None
+        return Response({
+            "problem": slug, "hardware": pool.slug, "entries": ProblemEntrySerializer(entries, many=True).data,
+        })
