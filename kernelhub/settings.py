@@ -198,6 +198,8 @@ JOB_SILENCE_TIMEOUT_S = env_int("JOB_SILENCE_TIMEOUT_S", 600)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)
 RUNNER_OFFLINE_AFTER_S = env_int("RUNNER_OFFLINE_AFTER_S", 90)
 REPORTED_RESULTS_DIR = Path(env_str("REPORTED_RESULTS_DIR", str(BASE_DIR / "data" / "reported")))
+# The open dataset served at /api/v1/dataset/ is re-exported when older than this.
+DATASET_MAX_AGE_S = env_int("DATASET_MAX_AGE_S", 600)
 
 LOGGING = {
     "version": 1,

@@ -7,6 +7,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/", include("apps.submissions.api_urls")),
+    path("api/v1/", include("apps.submissions.export_urls")),
     path("api/v1/", include("apps.leaderboard.api_urls")),
     path("api/v1/", include("apps.devices.api_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
