@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--url", help="site URL (overrides KERNELHUB_URL and the stored login)")
     parser.add_argument("--token", help="API token (overrides KERNELHUB_TOKEN and the stored login)")
+    parser.add_argument("--retries", type=int, default=5, metavar="N",
+                        help="retries on HTTP 429, 5xx and connection failures (default 5)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_text: str, json_flag: bool = True) -> argparse.ArgumentParser:
@@ -131,7 +133,8 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
     try:
         if args.command == "login":
             return cmd_login(args, out)
-        with Client.from_config(url=args.url, token=args.token, on_retry=out.note) as client:
+        with Client.from_config(url=args.url, token=args.token, max_retries=max(0, args.retries),
+                                on_retry=out.note) as client:
             if args.command == "problems":
                 return cmd_problems(client, out)
             if args.command == "submit":
