@@ -1,5 +1,6 @@
 """Moderation: staff take a submission out of the rankings or ban an entrant. Every action is logged."""
 
+import logging
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -9,6 +10,8 @@ from django.db import transaction
 
 from apps.leaderboard.models import ModerationAction
 from apps.submissions.models import Entrant, Submission
+
+logger = logging.getLogger(__name__)
 
 _SUBMISSION_ACTIONS = {
     Submission.MODERATION_HACKED: ModerationAction.ACTION_MARK_HACKED,
@@ -36,12 +39,16 @@ def _publish_board_change(*, pools: set[str], entrant: str, problem: str | None)
     layer = get_channel_layer()
     if layer is None:
         return
-    for pool in pools:
-        async_to_sync(layer.group_send)(
-            f"leaderboard.{pool}",
-            {"type": "leaderboard.updated", "pool": pool, "problem": problem, "entrant": entrant,
-             "evaluation_id": None},
-        )
+    try:
+        for pool in pools:
+            async_to_sync(layer.group_send)(
+                f"leaderboard.{pool}",
+                {"type": "leaderboard.updated", "pool": pool, "problem": problem, "entrant": entrant,
+                 "evaluation_id": None},
+            )
+    except Exception:
+        # Live updates are a convenience: the boards read the database on the next load.
+        logger.exception("Could not tell the %s boards about a moderation.", ", ".join(sorted(pools)))
 
 
 def submission_moderate(*, submission: Submission, moderation: str, reason: str, actor: Any) -> Submission:
