@@ -186,7 +186,19 @@ CELERY_TASK_DEFAULT_QUEUE = "site"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Longer than the longest job, so Redis does not redeliver a job that is still running.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3 * 3600)}
-CELERY_BEAT_SCHEDULE: dict = {}
+# The sweeper re-queues jobs whose runner fell silent and re-sends jobs nobody took (apps/submissions/tasks.py).
+SWEEP_INTERVAL_S = env_int("SWEEP_INTERVAL_S", 60)
+CELERY_BEAT_SCHEDULE: dict = {
+    "sweep-jobs": {"task": "submissions.sweep_jobs", "schedule": SWEEP_INTERVAL_S, "options": {"queue": "site"}},
+}
+# What runners are told to connect to (GET /api/v1/runners/me/): a remote runner may reach the broker under
+# another name than the site does.
+RUNNER_BROKER_URL = env_str("RUNNER_BROKER_URL", CELERY_BROKER_URL)
+# A runner's Celery task: soft limit (the job is reported as a timeout), hard limit 1.2 x soft (killed).
+JOB_SOFT_TIME_LIMIT_S = env_int("JOB_SOFT_TIME_LIMIT_S", 1800)
+# How often a runner re-posts a running job's stage, so that a long stage is not taken for silence.
+JOB_KEEPALIVE_S = env_int("JOB_KEEPALIVE_S", 30)
+RUNNER_HEARTBEAT_S = env_int("RUNNER_HEARTBEAT_S", 30)
 
 # --- KernelHub --------------------------------------------------------------------------------------
 # The pool a submission goes to when it names none.
@@ -196,6 +208,8 @@ SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 60)
 # A job whose runner has said nothing for this long is re-queued by the sweeper.
 JOB_SILENCE_TIMEOUT_S = env_int("JOB_SILENCE_TIMEOUT_S", 600)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)
+# A job still queued this long after its dispatch is sent again (the broker may have lost it).
+JOB_QUEUED_TIMEOUT_S = env_int("JOB_QUEUED_TIMEOUT_S", 2 * 3600)
 RUNNER_OFFLINE_AFTER_S = env_int("RUNNER_OFFLINE_AFTER_S", 90)
 REPORTED_RESULTS_DIR = Path(env_str("REPORTED_RESULTS_DIR", str(BASE_DIR / "data" / "reported")))
 # The open dataset served at /api/v1/dataset/ is re-exported when older than this.
