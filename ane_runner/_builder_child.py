@@ -1,0 +1,97 @@
+"""Harness run in a child process: confine itself, then run a solution's builder and save its package.
+
+Run as `python -I _builder_child.py WORKDIR TIMEOUT_S` by ane_runner.build. WORKDIR holds request.json,
+solution.py and weights.npz; the harness writes out/solution.mlpackage and result.json there, nothing else.
+"""
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+_REPO = str(Path(__file__).resolve().parent.parent)
+
+
+def _fail(msg: str) -> None:
+    Path("result.json").write_text(json.dumps({"ok": False, "error": msg[:4000]}))
+    sys.exit(0)
+
+
+def main() -> None:
+    workdir = Path(sys.argv[1]).resolve()
+    cpu_s = int(float(sys.argv[2])) + 5
+    os.chdir(workdir)
+    sys.path.insert(0, _REPO)
+    from ane_runner.sandbox import confine_self, limit_self, read_only_roots
+
+    limit_self(cpu_s=cpu_s, file_bytes=2 << 30)
+    confine_self(write_dir=workdir, read_dirs=read_only_roots())
+    sys.path.remove(_REPO)
+    sys.modules.pop("ane_runner", None)  # the solution sees none of our code beyond this harness
+
+    import numpy as np
+
+    req = json.loads(Path("request.json").read_text())
+    weights = dict(np.load("weights.npz", allow_pickle=False))
+    shapes = [tuple(s) for s in req["input_shapes"]]
+    source = Path("solution.py").read_text()
+
+    import coremltools as ct
+    from coremltools.converters.mil.mil import Program
+
+    ns: dict = {"__name__": "solution"}
+    try:
+        exec(compile(source, "solution.py", "exec"), ns)
+    except BaseException:
+        _fail("the solution file fails to run:\n" + traceback.format_exc(limit=-3))
+
+    kind = ""
+    try:
+        if callable(ns.get("build")):
+            kind = "builder"
+            built = ns["build"](weights, shapes)
+        elif isinstance(ns.get("ModelNew"), type):
+            kind = "modelnew"
+            built = _convert_model_new(ns["ModelNew"], req["init_inputs"], weights, shapes, ct)
+        else:
+            _fail("the solution defines neither `build(weights, input_shapes)` nor `class ModelNew`")
+    except SystemExit:
+        raise
+    except BaseException:
+        _fail(f"the solution's {'build()' if kind == 'builder' else 'ModelNew'} raised:\n"
+              + traceback.format_exc(limit=-3))
+
+    try:
+        if isinstance(built, Program):
+            built = ct.convert(built, convert_to="mlprogram", compute_precision=ct.precision.FLOAT16,
+                               minimum_deployment_target=ct.target.macOS15, skip_model_load=True)
+        if not isinstance(built, ct.models.MLModel):
+            _fail(f"build() must return a coremltools MLModel or a MIL Program, not {type(built).__name__}")
+        if built.get_spec().WhichOneof("Type") != "mlProgram":
+            _fail("the model is not an ML program: convert with convert_to='mlprogram'")
+        built.save(str(workdir / "out" / "solution.mlpackage"))
+    except SystemExit:
+        raise
+    except BaseException:
+        _fail("converting or saving the solution's model failed:\n" + traceback.format_exc(limit=-3))
+    Path("result.json").write_text(json.dumps({"ok": True, "kind": kind}))
+
+
+def _convert_model_new(cls, init_inputs, weights, shapes, ct):  # type: ignore[no-untyped-def]
+    import numpy as np
+    import torch
+
+    model = cls(*init_inputs).eval()
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
+    example = [torch.randn(*s) for s in shapes]
+    traced = torch.jit.trace(model, example)
+    return ct.convert(
+        traced, inputs=[ct.TensorType(name=f"x{i}", shape=s, dtype=np.float16) for i, s in enumerate(shapes)],
+        convert_to="mlprogram", compute_precision=ct.precision.FLOAT16,
+        minimum_deployment_target=ct.target.macOS15, skip_model_load=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

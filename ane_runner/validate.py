@@ -1,0 +1,204 @@
+"""`validate`: build or unpack a solution, check it against the ANE's rules and the problem, convert the
+baseline. Runs on Linux (coremltools converts there; it cannot predict there)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import mil
+from .package import PackageError, package_find, package_spec, package_unzip, package_weights_bytes, package_zip
+from .problem import (
+    DIGEST_INPUT_SEED,
+    WEIGHTS_SEED,
+    Problem,
+    outputs_digest,
+    problem_load,
+    reference_inputs,
+    reference_model,
+    reference_outputs,
+    weights_npz_bytes,
+)
+from .sandbox import landlock_abi, run_child
+
+BUILD_TIMEOUT_S = 300
+_CHILD = Path(__file__).with_name("_builder_child.py")
+
+
+def solution_kind(data: bytes, name: str = "") -> str:
+    """`package` for a zipped .mlpackage, `python` for a builder file."""
+    if data[:4] == b"PK\x03\x04" or name.endswith(".zip"):
+        return "package"
+    return "python"
+
+
+def validate(problem_source: str, solution: bytes, *, solution_name: str = "", baseline: bool = True,
+             timeout_s: float = BUILD_TIMEOUT_S) -> tuple[dict[str, Any], bytes | None, bytes | None]:
+    """Return (report, zipped solution package or None, zipped baseline package or None).
+
+    The report is exactly what `python -m ane_runner validate --json` prints. Never raises for anything
+    the solution does: its failures become issues (rule `build` or `package`) and `eligible: false`.
+    """
+    problem = problem_load(problem_source)
+    inputs = reference_inputs(problem, seed=DIGEST_INPUT_SEED)
+    outputs = reference_outputs(problem, inputs)
+    report: dict[str, Any] = {
+        "eligible": False, "ops": {}, "flops": 0, "flops_dense": 0, "issues": [],
+        "reference": {
+            "digest": outputs_digest(outputs), "weights_seed": WEIGHTS_SEED, "input_seed": DIGEST_INPUT_SEED,
+            "inputs": [list(x.shape) for x in inputs], "outputs": [list(o.shape) for o in outputs],
+            "atol": problem.atol, "rtol": problem.rtol,
+        },
+        "conversion": {"coremltools": _coremltools_version()},
+        "error": None,
+    }
+    package_bytes: bytes | None = None
+    with tempfile.TemporaryDirectory(prefix="ane-validate-") as tmp:
+        pkg_dir = _solution_package(problem, solution, solution_name, Path(tmp), report, timeout_s)
+        if pkg_dir is not None:
+            try:
+                spec = package_spec(pkg_dir)
+            except PackageError as exc:
+                report["error"] = str(exc)
+                report["issues"].append({"op": None, "rule": "package", "detail": str(exc)})
+            else:
+                a = mil.analyze_spec(spec)
+                _fill(report, a, spec, pkg_dir)
+                _check_interface(report, a, [list(x.shape) for x in inputs], [list(o.shape) for o in outputs])
+                package_bytes = package_zip(pkg_dir)
+    baseline_bytes = None
+    if baseline:
+        report["baseline"], baseline_bytes = baseline_convert(problem, inputs)
+    report["eligible"] = report["error"] is None and not report["issues"]
+    return report, package_bytes, baseline_bytes
+
+
+def _coremltools_version() -> str:
+    import coremltools
+
+    return str(coremltools.__version__)
+
+
+def _solution_package(problem: Problem, solution: bytes, name: str, tmp: Path, report: dict[str, Any],
+                      timeout_s: float) -> Path | None:
+    conv = report["conversion"]
+    if solution_kind(solution, name) == "package":
+        conv["source"] = "package"
+        try:
+            return package_unzip(solution, tmp / "upload")
+        except PackageError as exc:
+            report["error"] = str(exc)
+            report["issues"].append({"op": None, "rule": "package", "detail": str(exc)})
+            return None
+    try:
+        source = solution.decode("utf-8")
+    except UnicodeDecodeError:
+        msg = "the solution is neither a zip (.mlpackage) nor UTF-8 Python source"
+        report["error"] = msg
+        report["issues"].append({"op": None, "rule": "package", "detail": msg})
+        return None
+    abi = landlock_abi()
+    conv["sandbox"] = f"landlock abi {abi}" if abi else None
+    if not abi:
+        msg = ("this server cannot confine Python builders (no Landlock): upload a zipped .mlpackage instead, "
+               "or ask the operator to run validation on Linux >= 5.13")
+        report["error"] = msg
+        report["issues"].append({"op": None, "rule": "build", "detail": msg})
+        return None
+    work = tmp / "build"
+    (work / "out").mkdir(parents=True)
+    (work / "solution.py").write_text(source)
+    (work / "weights.npz").write_bytes(weights_npz_bytes(problem))
+    init = list(problem.module.get_init_inputs())
+    (work / "request.json").write_text(json.dumps({
+        "input_shapes": report["reference"]["inputs"],
+        "init_inputs": [x if isinstance(x, int | float | bool | str) else repr(x) for x in init],
+    }))
+    t0 = time.monotonic()
+    child = run_child([sys.executable, "-I", str(_CHILD), str(work), str(timeout_s)], workdir=work,
+                      timeout_s=timeout_s)
+    conv["build_s"] = round(time.monotonic() - t0, 2)
+    result: dict[str, Any] = {}
+    try:
+        raw = (work / "result.json").read_bytes()[:100_000]
+        result = json.loads(raw) if raw else {}
+    except (OSError, ValueError):
+        result = {}
+    if child.returncode is None:
+        msg = f"the builder ran over {timeout_s:.0f} s and was stopped: build the model faster"
+    elif not isinstance(result, dict) or not result.get("ok"):
+        err = result.get("error") if isinstance(result, dict) else None
+        tail = child.stderr.strip().splitlines()[-15:]
+        msg = str(err) if err else "the builder exited without a model:\n" + "\n".join(tail)
+    else:
+        conv["source"] = "builder" if result.get("kind") == "builder" else "modelnew"
+        try:
+            return package_find(work / "out")
+        except PackageError as exc:
+            msg = str(exc)
+    conv.setdefault("source", "python")
+    report["error"] = msg
+    report["issues"].append({"op": None, "rule": "build", "detail": msg})
+    return None
+
+
+def _fill(report: dict[str, Any], a: mil.Analysis, spec: Any, pkg_dir: Path) -> None:
+    report["ops"] = dict(sorted(a.ops.items()))
+    report["flops"] = a.flops
+    report["flops_dense"] = a.flops_dense
+    report["issues"].extend(a.issues)
+    report["conversion"].update({
+        "specification_version": int(spec.specificationVersion), "opset": a.opset,
+        "inputs": a.inputs, "outputs": a.outputs, "consts": a.consts,
+        "package_bytes": sum(p.stat().st_size for p in pkg_dir.rglob("*") if p.is_file()),
+        "weights_bytes": package_weights_bytes(pkg_dir),
+    })
+
+
+def _check_interface(report: dict[str, Any], a: mil.Analysis, in_shapes: list[list[int]],
+                     out_shapes: list[list[int]]) -> None:
+    issues = report["issues"]
+    got_in = [i["shape"] for i in a.inputs]
+    got_out = [o["shape"] for o in a.outputs]
+    if got_in != in_shapes:
+        issues.append({"op": None, "rule": "interface", "detail": f"the model's inputs have shapes {got_in}; the "
+                       f"problem's get_inputs() gives {in_shapes} (same order)"})
+    if got_out != out_shapes:
+        issues.append({"op": None, "rule": "interface", "detail": f"the model's outputs have shapes {got_out}; the "
+                       f"reference returns {out_shapes} (same order)"})
+
+
+def baseline_convert(problem: Problem, inputs: list[Any]) -> tuple[dict[str, Any], bytes]:
+    """The reference Model through `ct.convert` with its defaults: what Core ML gives you.
+
+    ML program, fp16 compute (the default precision for ML programs), fp32 inputs and outputs, default
+    deployment target. The Mac times the same package with compute_units ALL (the default) and CPU_ONLY.
+    """
+    import coremltools as ct
+    import torch
+
+    model = reference_model(problem)
+    t0 = time.monotonic()
+    with torch.no_grad():
+        traced = torch.jit.trace(model, [x.float() for x in inputs])
+    mlmodel = ct.convert(traced, inputs=[ct.TensorType(name=f"x{i}", shape=tuple(x.shape))
+                                         for i, x in enumerate(inputs)],
+                         convert_to="mlprogram", skip_model_load=True)
+    seconds = round(time.monotonic() - t0, 2)
+    with tempfile.TemporaryDirectory(prefix="ane-baseline-") as tmp:
+        pkg = Path(tmp) / "baseline.mlpackage"
+        mlmodel.save(str(pkg))
+        spec = package_spec(pkg)
+        a = mil.analyze_spec(spec)
+        info: dict[str, Any] = {
+            "ops": dict(sorted(a.ops.items())), "flops": a.flops, "flops_dense": a.flops_dense,
+            "issues": a.issues, "compute_units": ["ALL", "CPU_ONLY"],
+            "conversion": {"source": "ct.convert defaults", "compute_precision": "fp16",
+                           "specification_version": int(spec.specificationVersion), "opset": a.opset,
+                           "inputs": a.inputs, "outputs": a.outputs, "convert_s": seconds},
+        }
+        return info, package_zip(pkg)
