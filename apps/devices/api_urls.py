@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from apps.devices import api
+
+urlpatterns = [
+    path("runners/me/", api.RunnerMeApi.as_view(), name="api-runner-me"),
+    path("runners/heartbeat/", api.RunnerHeartbeatApi.as_view(), name="api-runner-heartbeat"),
+]

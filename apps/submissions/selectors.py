@@ -1,0 +1,64 @@
+"""Reads: problems, submissions and who may see a submission's source."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from apps.submissions.models import Evaluation, Problem, Submission
+
+# Parts of an evaluator result that can quote the solution's source (compiler output, logs).
+SOURCE_REVEALING_KEYS = ("log", "compile_log", "build_log", "stderr", "stdout")
+
+
+def problem_list(*, pool: str | None = None, level: int | None = None) -> QuerySet[Problem]:
+    problems = Problem.objects.filter(is_active=True).prefetch_related("pools")
+    if pool:
+        problems = problems.filter(pools__slug=pool)
+    if level is not None:
+        problems = problems.filter(level=level)
+    return problems.order_by("level", "slug").distinct()
+
+
+def problem_get(*, slug: str) -> Problem | None:
+    return Problem.objects.filter(slug=slug, is_active=True).prefetch_related("pools").first()
+
+
+def submission_get(*, submission_id: int) -> Submission | None:
+    return (Submission.objects.select_related("entrant", "problem", "pool", "problem_version")
+            .filter(pk=submission_id).first())
+
+
+def submission_latest_evaluation(*, submission: Submission) -> Evaluation | None:
+    return submission.evaluations.select_related("runner").order_by("-queued_at", "-pk").first()
+
+
+def submission_list_for_user(*, user: Any, entrant_id: int | None = None, limit: int = 100) -> QuerySet[Submission]:
+    submissions = Submission.objects.select_related("entrant", "problem", "pool").filter(entrant__owner=user)
+    if entrant_id is not None:
+        submissions = submissions.filter(entrant_id=entrant_id)
+    return submissions.order_by("-created_at")[:limit]
+
+
+def submission_source_visible(*, submission: Submission, user: Any) -> bool:
+    """Private to its owner (and staff) until the entrant publishes or the problem's reveal date passes."""
+    if user is not None and user.is_authenticated and (user.is_staff or user.pk == submission.entrant.owner_id):
+        return True
+    if submission.entrant.sources_public:
+        return True
+    reveal_at = submission.problem.reveal_at
+    return reveal_at is not None and reveal_at <= timezone.now()
+
+
+def evaluation_public_result(*, evaluation: Evaluation, source_visible: bool) -> dict[str, Any]:
+    """The evaluator's object as is for those who may see the source; without its logs for others."""
+    result = dict(evaluation.result or {})
+    if source_visible:
+        return result
+    for key in SOURCE_REVEALING_KEYS:
+        result.pop(key, None)
+    if evaluation.verdict == "compile_error":
+        result.pop("message", None)
+    return result

@@ -1,0 +1,595 @@
+"""Writes: problems, entrants, submissions, and the guarded life of an evaluation.
+
+Every status change of an Evaluation is one conditional UPDATE whose filter names the state it leaves (and the
+job token and runner where a runner asks for it); a count of 0 means someone else got there first, and the
+caller is refused. That is what makes a job claimed once and finished once, whatever runners and the sweeper do.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from apps.devices.models import HardwarePool, Runner
+from apps.submissions.events import publish_evaluation
+from apps.submissions.models import (
+    ApiToken,
+    Entrant,
+    Evaluation,
+    Problem,
+    ProblemVersion,
+    Submission,
+    sha256_text,
+)
+
+logger = logging.getLogger(__name__)
+
+EVALUATE_TASK = "gpu_runner.evaluate_job"
+LANGUAGES = tuple(code for code, _ in Submission.LANGUAGE_CHOICES)
+JOB_STAGES = ("compiling", "checking", "timing")
+
+
+class SubmissionError(Exception):
+    """A refusal the API turns into a 4xx in its one error shape."""
+
+    def __init__(self, message: str, *, code: str = "invalid", status: int = 400,
+                 fields: dict[str, list[str]] | None = None, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.fields = fields or {}
+        self.retry_after = retry_after
+
+
+class ProblemError(Exception):
+    """A problem file that cannot be loaded; the message says what to fix."""
+
+
+# --- Problems ----------------------------------------------------------------------------------------
+
+def problem_slug_from_path(path: Path) -> str:
+    return path.stem.lower().replace("_", "-")
+
+
+@dataclass
+class ProblemFileInfo:
+    title: str
+    level: int
+    description: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def problem_file_read(*, path: Path, source: str) -> ProblemFileInfo:
+    """Checks the KernelBench shape and reads the optional KERNELHUB dict without executing the file."""
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as e:
+        raise ProblemError(f"{path}: not valid Python (line {e.lineno}: {e.msg}).") from None
+    names = {node.name for node in tree.body if isinstance(node, ast.ClassDef | ast.FunctionDef)}
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
+    if missing:
+        raise ProblemError(
+            f"{path}: a KernelBench problem defines class Model, get_inputs() and get_init_inputs() at module "
+            f"level; missing: {', '.join(missing)}."
+        )
+    metadata: dict[str, Any] = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "KERNELHUB"):
+            try:
+                metadata = ast.literal_eval(node.value)
+            except ValueError:
+                raise ProblemError(f"{path}: KERNELHUB must be a dict of literals (strings, numbers, lists).") \
+                    from None
+            if not isinstance(metadata, dict):
+                raise ProblemError(f"{path}: KERNELHUB must be a dict.")
+    level = metadata.get("level")
+    if level is None:
+        match = re.search(r"level(\d+)", str(path.parent))
+        level = int(match.group(1)) if match else 1
+    if not isinstance(level, int) or not 1 <= level <= 9:
+        raise ProblemError(f"{path}: level must be an integer from 1 to 9, not {level!r}.")
+    title = metadata.get("title") or path.stem.replace("_", " ").strip().capitalize()
+    return ProblemFileInfo(title=str(title)[:200], level=level, description=str(metadata.get("description", "")),
+                           metadata=metadata)
+
+
+def problem_default_pools(*, path: Path) -> list[HardwarePool]:
+    """Pools for a bundled file: problems/cpu/** -> `cpu`, problems/gpu/** -> every active GPU pool."""
+    parts = {p.lower() for p in path.resolve().parts}
+    if "cpu" in parts:
+        return list(HardwarePool.objects.filter(slug="cpu", is_active=True))
+    if "gpu" in parts:
+        return list(HardwarePool.objects.filter(kind=HardwarePool.KIND_GPU, is_active=True))
+    return list(HardwarePool.objects.filter(slug=settings.DEFAULT_HARDWARE_POOL))
+
+
+@transaction.atomic
+def problem_load_from_file(*, path: Path, level: int | None = None,
+                           hardware: list[str] | None = None) -> tuple[Problem, str]:
+    """Creates or updates the problem of a file; a changed source makes a new ProblemVersion."""
+    path = Path(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ProblemError(f"{path}: cannot read it ({e}).") from None
+    info = problem_file_read(path=path, source=source)
+    if level is not None:
+        info.level = level
+    if hardware:
+        pools = list(HardwarePool.objects.filter(slug__in=hardware))
+        unknown = sorted(set(hardware) - {p.slug for p in pools})
+        if unknown:
+            raise ProblemError(
+                f"Unknown hardware pool {', '.join(unknown)}: create it first (`manage.py create_runner --name N "
+                f"--pool {unknown[0]}` creates a pool with its first runner), or pick one of "
+                f"{', '.join(HardwarePool.objects.values_list('slug', flat=True)) or 'none yet'}."
+            )
+    else:
+        pools = problem_default_pools(path=path)
+    slug = problem_slug_from_path(path)
+    content_hash = sha256_text(source)
+    now = timezone.now()
+
+    problem = Problem.objects.select_for_update().filter(slug=slug).first()
+    if problem is None:
+        problem = Problem(slug=slug, title=info.title, level=info.level, description=info.description,
+                          source=source, content_hash=content_hash, version=1, origin=str(path),
+                          created_at=now, updated_at=now)
+        problem.full_clean()
+        problem.save()
+        ProblemVersion.objects.create(problem=problem, version=1, source=source, content_hash=content_hash)
+        problem.pools.set(pools)
+        return problem, "created"
+
+    changed = False
+    if problem.content_hash != content_hash:
+        problem.version += 1
+        problem.source = source
+        problem.content_hash = content_hash
+        ProblemVersion.objects.create(problem=problem, version=problem.version, source=source,
+                                      content_hash=content_hash)
+        changed = True
+    for attr in ("title", "level", "description"):
+        if getattr(problem, attr) != getattr(info, attr):
+            setattr(problem, attr, getattr(info, attr))
+            changed = True
+    if set(problem.pools.all()) != set(pools):
+        problem.pools.set(pools)
+        changed = True
+    if not changed:
+        return problem, "unchanged"
+    problem.updated_at = now
+    problem.full_clean()
+    problem.save()
+    return problem, "updated"
+
+
+# --- Entrants and their tokens -----------------------------------------------------------------------
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def api_token_create(*, entrant: Entrant, label: str = "") -> tuple[ApiToken, str]:
+    token = "kh_" + secrets.token_urlsafe(32)
+    api_token = ApiToken.objects.create(entrant=entrant, key_hash=token_hash(token), prefix=token[:10],
+                                        label=label)
+    return api_token, token
+
+
+def api_token_revoke(*, token: ApiToken) -> ApiToken:
+    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    token.refresh_from_db()
+    return token
+
+
+@transaction.atomic
+def entrant_create(*, name: str, kind: str, model_name: str = "", model_version: str = "",
+                   owner: Any = None) -> tuple[Entrant, str]:
+    """Creates the entrant (and, without an owner, a user of its own) and its first API token."""
+    name = name.strip()
+    if not name:
+        raise SubmissionError("An entrant needs a name.", fields={"name": ["This field is required."]})
+    kinds = [k for k, _ in Entrant.KIND_CHOICES]
+    if kind not in kinds:
+        raise SubmissionError(f"Unknown entrant kind {kind!r}: use one of {', '.join(kinds)}.",
+                              fields={"kind": [f"Use one of {', '.join(kinds)}."]})
+    slug = slugify(name)[:100]
+    if not slug:
+        raise SubmissionError(f"The name {name!r} has no letters or digits to make a URL from.",
+                              fields={"name": ["Use letters or digits."]})
+    if Entrant.objects.filter(name=name).exists() or Entrant.objects.filter(slug=slug).exists():
+        raise SubmissionError(f"An entrant named {name!r} already exists: pick another name.",
+                              code="conflict", status=409, fields={"name": ["Already taken."]})
+    if owner is None:
+        User = get_user_model()
+        username = slug[:150]
+        if User.objects.filter(username=username).exists():
+            username = f"{slug[:140]}-{secrets.token_hex(3)}"
+        owner = User.objects.create_user(username=username)
+        owner.set_unusable_password()
+        owner.save()
+    entrant = Entrant(name=name, slug=slug, kind=kind, model_name=model_name, model_version=model_version,
+                      owner=owner)
+    entrant.full_clean()
+    entrant.save()
+    _, token = api_token_create(entrant=entrant, label="created with the entrant")
+    return entrant, token
+
+
+def entrant_get_or_create_for_examples() -> Entrant:
+    """The entrant the bundled example solutions are submitted as."""
+    entrant = Entrant.objects.filter(slug="kernelhub-examples").first()
+    if entrant is None:
+        entrant, _ = entrant_create(name="KernelHub examples", kind=Entrant.KIND_HUMAN)
+    return entrant
+
+
+# --- Submissions -------------------------------------------------------------------------------------
+
+def detect_language(source: str) -> str | None:
+    from gpu_runner.formats import detect_language as evaluator_detect
+
+    try:
+        language = evaluator_detect(source)
+    except ValueError:
+        return None
+    return language or None
+
+
+def _rate_limit_check(*, entrant: Entrant) -> None:
+    """At most SUBMISSIONS_PER_HOUR evaluations asked for per entrant in any sliding hour."""
+    limit = settings.SUBMISSIONS_PER_HOUR
+    window_start = timezone.now() - timedelta(hours=1)
+    recent = Evaluation.objects.filter(submission__entrant=entrant, queued_at__gte=window_start)
+    if recent.count() < limit:
+        return
+    oldest = recent.order_by("queued_at").values_list("queued_at", flat=True)[recent.count() - limit]
+    retry_after = max(1, int((oldest + timedelta(hours=1) - timezone.now()).total_seconds()) + 1)
+    raise SubmissionError(
+        f"Rate limit: {limit} submissions per hour per entrant. Try again in {retry_after} s.",
+        code="rate_limited", status=429, retry_after=retry_after,
+    )
+
+
+def submission_create(*, entrant: Entrant, problem_slug: str, source: str, language: str | None = None,
+                      hardware: str | None = None,
+                      rerun: bool = False) -> tuple[Submission, Evaluation, bool]:
+    """Validates, deduplicates, rate-limits, stores; the evaluation is dispatched once the row is committed."""
+    if entrant.is_banned:
+        reason = f" ({entrant.ban_reason})" if entrant.ban_reason else ""
+        raise SubmissionError(f"Entrant {entrant.name} is banned from submitting{reason}.", code="banned",
+                              status=403)
+    if not isinstance(source, str) or not source.strip():
+        raise SubmissionError("The source is empty: send the solution file's text (class ModelNew ...).",
+                              fields={"source": ["Must not be empty."]})
+    size = len(source.encode("utf-8"))
+    if size > settings.MAX_SOURCE_BYTES:
+        raise SubmissionError(
+            f"The source is {size} bytes; the limit is {settings.MAX_SOURCE_BYTES} bytes.",
+            code="too_large", fields={"source": [f"At most {settings.MAX_SOURCE_BYTES} bytes."]},
+        )
+    problem = Problem.objects.filter(slug=problem_slug, is_active=True).first()
+    if problem is None:
+        raise SubmissionError(
+            f"Unknown problem {problem_slug!r}: GET /api/v1/problems/ lists the problems (by slug).",
+            code="unknown_problem", fields={"problem": ["No such problem."]},
+        )
+    pool_slug = hardware or settings.DEFAULT_HARDWARE_POOL
+    pool = HardwarePool.objects.filter(slug=pool_slug).first()
+    if pool is None or not pool.is_active:
+        active = ", ".join(HardwarePool.objects.filter(is_active=True).values_list("slug", flat=True))
+        state = "is not accepting submissions" if pool else "does not exist"
+        raise SubmissionError(f"Hardware pool {pool_slug!r} {state}; active pools: {active or 'none'}.",
+                              code="unknown_pool", fields={"hardware": [f"Use one of: {active or 'none'}."]})
+    offered = list(problem.pools.values_list("slug", flat=True))
+    if pool.slug not in offered:
+        raise SubmissionError(
+            f"Problem {problem.slug} is not offered on pool {pool.slug}; it is on: {', '.join(offered) or 'none'}.",
+            code="not_offered", fields={"hardware": [f"Use one of: {', '.join(offered) or 'none'}."]},
+        )
+    if language:
+        if language not in LANGUAGES:
+            raise SubmissionError(f"Unknown language {language!r}: use one of {', '.join(LANGUAGES)}.",
+                                  fields={"language": [f"Use one of {', '.join(LANGUAGES)}."]})
+    else:
+        language = detect_language(source)
+        if language is None:
+            raise SubmissionError(
+                "Cannot tell the solution's language: build the kernel with torch.utils.cpp_extension."
+                "load_inline (C++ or CUDA), Triton @triton.jit, or CuPy RawKernel, or say `language`.",
+                code="unknown_language", fields={"language": ["Could not be detected; set it."]},
+            )
+    if language not in pool.languages:
+        raise SubmissionError(
+            f"Pool {pool.slug} cannot run {language}; it runs: {', '.join(pool.languages) or 'nothing yet'}.",
+            code="language_not_supported",
+            fields={"language": [f"Pool {pool.slug} runs {', '.join(pool.languages) or 'nothing'}."]},
+        )
+
+    digest = sha256_text(source)
+    with transaction.atomic():
+        # Serialises one entrant's submissions (PostgreSQL), so the rate limit and dedup cannot be raced.
+        Entrant.objects.select_for_update().filter(pk=entrant.pk).first()
+        version = problem.versions.filter(version=problem.version).first()
+        if version is None:
+            version = ProblemVersion.objects.create(problem=problem, version=problem.version,
+                                                    source=problem.source, content_hash=problem.content_hash)
+        existing = (Submission.objects.filter(entrant=entrant, problem=problem, pool=pool, sha256=digest,
+                                              problem_version=version).order_by("-created_at").first())
+        if existing is not None:
+            latest = existing.evaluations.order_by("-queued_at", "-pk").first()
+            # A failed evaluation (the infrastructure gave up) is retried by submitting again.
+            if latest is not None and not rerun and latest.status != Evaluation.STATUS_FAILED:
+                return existing, latest, False
+            _rate_limit_check(entrant=entrant)
+            evaluation = Evaluation.objects.create(submission=existing)
+            _dispatch_on_commit(evaluation)
+            return existing, evaluation, True
+        _rate_limit_check(entrant=entrant)
+        submission = Submission(entrant=entrant, problem=problem, problem_version=version, pool=pool,
+                                language=language, source=source, sha256=digest)
+        submission.full_clean()
+        submission.save()
+        evaluation = Evaluation.objects.create(submission=submission)
+        _dispatch_on_commit(evaluation)
+    return submission, evaluation, True
+
+
+def _dispatch_on_commit(evaluation: Evaluation) -> None:
+    evaluation_id = evaluation.pk
+    transaction.on_commit(lambda: evaluation_dispatch(evaluation_id=evaluation_id, attempt=0))
+
+
+# --- Dispatch and the guarded transitions ------------------------------------------------------------
+
+def evaluation_dispatch(*, evaluation_id: int, attempt: int) -> bool:
+    """Sends a queued evaluation to its pool's queue with a fresh job token (attempt -> attempt + 1).
+
+    The filter on `attempt` makes two dispatchers of the same attempt send one job between them. The token is
+    only ever in the message: the row keeps its hash, so the database alone cannot write a result.
+    """
+    from kernelhub.celery import app
+
+    token = secrets.token_urlsafe(32)
+    now = timezone.now()
+    sent = Evaluation.objects.filter(pk=evaluation_id, status=Evaluation.STATUS_QUEUED, attempt=attempt).update(
+        job_token_hash=token_hash(token), attempt=attempt + 1, last_progress_at=now, stage="queued",
+    )
+    if not sent:
+        return False
+    evaluation = Evaluation.objects.select_related("submission__problem_version", "submission__pool",
+                                                   "submission__problem").get(pk=evaluation_id)
+    submission = evaluation.submission
+    job = {
+        "evaluation_id": evaluation.pk,
+        "job_token": token,
+        "attempt": evaluation.attempt,
+        "problem_slug": submission.problem.slug,
+        "problem_source": submission.problem_version.source,
+        "solution_source": submission.source,
+        "language": submission.language,
+        "device": submission.pool.device,
+        "seed": evaluation.pk,
+    }
+    try:
+        app.send_task(EVALUATE_TASK, kwargs={"job": job}, queue=submission.pool.queue)
+    except Exception:
+        # The broker is down: the row stays queued and the sweeper sends it again.
+        logger.exception("Could not send evaluation %s to %s; the sweeper will retry.", evaluation_id,
+                         submission.pool.queue)
+        return False
+    publish_evaluation(evaluation)
+    return True
+
+
+class JobRefused(Exception):
+    """A runner's request on a job that it may not make now; `status` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, *, status: int = 409, code: str = "conflict") -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+
+
+def _job_for_runner(*, evaluation_id: int, runner: Runner, job_token: str) -> Evaluation:
+    evaluation = (Evaluation.objects.select_related("submission__pool")
+                  .filter(pk=evaluation_id).first())
+    if evaluation is None:
+        raise JobRefused(f"No job {evaluation_id}.", status=404, code="not_found")
+    if not job_token or not hmac.compare_digest(evaluation.job_token_hash, token_hash(job_token)):
+        raise JobRefused("This job token is not (or no longer) valid for this job: it was re-queued or "
+                         "the token is wrong. Drop the job.", status=403, code="bad_job_token")
+    if evaluation.submission.pool_id != runner.pool_id:
+        raise JobRefused(f"This job belongs to pool {evaluation.submission.pool.slug}, not to this runner's "
+                         f"pool {runner.pool.slug}.", status=403, code="wrong_pool")
+    return evaluation
+
+
+def evaluation_claim(*, evaluation_id: int, runner: Runner, job_token: str) -> Evaluation:
+    """queued -> running for the runner holding the current token. The same runner may claim again a job
+    that it was running (its worker died and the broker redelivered the message)."""
+    evaluation = _job_for_runner(evaluation_id=evaluation_id, runner=runner, job_token=job_token)
+    now = timezone.now()
+    fresh = Evaluation.objects.filter(pk=evaluation.pk, job_token_hash=evaluation.job_token_hash)
+    claimed = fresh.filter(status=Evaluation.STATUS_QUEUED).update(
+        status=Evaluation.STATUS_RUNNING, runner=runner, started_at=now, last_progress_at=now, stage="queued",
+    )
+    if not claimed:
+        claimed = fresh.filter(status=Evaluation.STATUS_RUNNING, runner=runner).update(
+            started_at=now, last_progress_at=now, stage="queued",
+        )
+    if not claimed:
+        evaluation.refresh_from_db()
+        raise JobRefused(f"Job {evaluation.pk} is {evaluation.status}; it cannot be claimed.")
+    evaluation.refresh_from_db()
+    publish_evaluation(evaluation)
+    return evaluation
+
+
+def evaluation_stage(*, evaluation_id: int, runner: Runner, job_token: str, stage: str) -> Evaluation:
+    """Records a stage of a running job; the same stage again just says the runner is alive."""
+    if stage not in JOB_STAGES:
+        raise JobRefused(f"Unknown stage {stage!r}: use one of {', '.join(JOB_STAGES)}.", status=400,
+                         code="invalid")
+    evaluation = _job_for_runner(evaluation_id=evaluation_id, runner=runner, job_token=job_token)
+    previous_stage = evaluation.stage
+    moved = Evaluation.objects.filter(
+        pk=evaluation.pk, job_token_hash=evaluation.job_token_hash, status=Evaluation.STATUS_RUNNING,
+        runner=runner,
+    ).update(stage=stage, last_progress_at=timezone.now())
+    if not moved:
+        raise JobRefused(f"Job {evaluation.pk} is not running on this runner: stop working on it.")
+    evaluation.refresh_from_db()
+    if previous_stage != stage:
+            publish_evaluation(evaluation)
+    return evaluation
+
+
+def _float_or_none(result: dict, key: str) -> float | None:
+    value = result.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise JobRefused(f"result.{key} must be a number or null, not {type(value).__name__}.", status=400,
+                         code="invalid")
+    return float(value)
+
+
+def _result_text(result: dict) -> str:
+    """The build or run log, where the evaluator gives one."""
+    for key in ("log", "compile_log", "build_log"):
+        value = result.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def evaluation_finish(*, evaluation_id: int, runner: Runner, job_token: str, result: dict) -> Evaluation:
+    """running -> done, once, with the evaluator's object stored as is."""
+    if not isinstance(result, dict):
+        raise JobRefused("`result` must be the evaluator's JSON object.", status=400, code="invalid")
+    verdict = result.get("verdict")
+    if verdict not in Evaluation.VERDICTS:
+        raise JobRefused(f"result.verdict must be one of {', '.join(Evaluation.VERDICTS)}, not {verdict!r}.",
+                         status=400, code="invalid")
+    correct = result.get("correct")
+    if correct is not None and not isinstance(correct, bool):
+        raise JobRefused("result.correct must be true, false or null.", status=400, code="invalid")
+    timings = {key: _float_or_none(result, key) for key in
+               ("runtime_us", "eager_us", "compile_us", "speedup_vs_eager", "speedup_vs_compile")}
+    if verdict != "accepted":
+        # A time only counts for a correct, accepted kernel.
+        timings["runtime_us"] = None
+        timings["speedup_vs_eager"] = None
+        timings["speedup_vs_compile"] = None
+    message = result.get("message") or ""
+    if not isinstance(message, str):
+        message = str(message)
+    system_info = result.get("system") or result.get("device_info") or {}
+    evaluation = _job_for_runner(evaluation_id=evaluation_id, runner=runner, job_token=job_token)
+    now = timezone.now()
+    finished = Evaluation.objects.filter(
+        pk=evaluation.pk, job_token_hash=evaluation.job_token_hash, status=Evaluation.STATUS_RUNNING,
+        runner=runner,
+    ).update(
+        status=Evaluation.STATUS_DONE, stage="done", verdict=verdict, correct=bool(correct) if correct is not None
+        else None, message=message[:20000], result=result, log=_result_text(result)[:200000],
+        system_info=system_info if isinstance(system_info, dict) else {"value": system_info},
+        finished_at=now, last_progress_at=now, **timings,
+    )
+    if not finished:
+        evaluation.refresh_from_db()
+        raise JobRefused(f"Job {evaluation.pk} is {evaluation.status} and not running on this runner: "
+                         "its result is not taken.")
+    evaluation.refresh_from_db()
+    publish_evaluation(evaluation)
+    return evaluation
+
+
+def evaluation_give_up(*, evaluation_id: int, runner: Runner, job_token: str, message: str) -> Evaluation:
+    """A runner could not evaluate the job (its own failure, not the solution's): re-queue it now."""
+    evaluation = _job_for_runner(evaluation_id=evaluation_id, runner=runner, job_token=job_token)
+    if evaluation.runner_id != runner.pk or evaluation.status != Evaluation.STATUS_RUNNING:
+        raise JobRefused(f"Job {evaluation.pk} is not running on this runner.")
+    evaluation_requeue(evaluation=evaluation, reason=f"runner {runner.name} gave up: {message[:500]}")
+    evaluation.refresh_from_db()
+    return evaluation
+
+
+def evaluation_requeue(*, evaluation: Evaluation, reason: str) -> str:
+    """Takes a job back from its runner (or re-sends a long-queued one): a new token and attempt + 1, or
+    `failed` after JOB_MAX_ATTEMPTS. Returns "requeued", "failed" or "skipped" (it moved meanwhile)."""
+    guard = Evaluation.objects.filter(pk=evaluation.pk, status=evaluation.status, attempt=evaluation.attempt,
+                                      job_token_hash=evaluation.job_token_hash)
+    now = timezone.now()
+    if evaluation.attempt >= settings.JOB_MAX_ATTEMPTS:
+        failed = guard.update(
+            status=Evaluation.STATUS_FAILED, stage="done", finished_at=now, last_progress_at=now,
+            job_token_hash="",
+            message=(f"No runner finished this evaluation in {evaluation.attempt} attempts (last: {reason}). "
+                     "This is an infrastructure failure, not a verdict on the code: submit again to retry."),
+        )
+        if failed:
+            evaluation.refresh_from_db()
+            publish_evaluation(evaluation)
+            return "failed"
+        return "skipped"
+    # Back to queued under the old token's hash; evaluation_dispatch then rotates it.
+    back = guard.update(status=Evaluation.STATUS_QUEUED, runner=None, stage="queued", started_at=None,
+                        last_progress_at=now, message=f"re-queued: {reason}"[:20000])
+    if not back:
+        return "skipped"
+    logger.warning("Re-queued evaluation %s (attempt %s): %s", evaluation.pk, evaluation.attempt, reason)
+    transaction.on_commit(lambda: evaluation_dispatch(evaluation_id=evaluation.pk, attempt=evaluation.attempt))
+    return "requeued"
+
+
+def evaluations_sweep() -> dict[str, int]:
+    """Re-queues running jobs whose runner fell silent, and queued jobs nobody picked up for too long."""
+    now = timezone.now()
+    counts = {"requeued": 0, "failed": 0, "skipped": 0}
+    silent = Evaluation.objects.filter(
+        status=Evaluation.STATUS_RUNNING,
+        last_progress_at__lt=now - timedelta(seconds=settings.JOB_SILENCE_TIMEOUT_S),
+    ).select_related("runner")
+    for evaluation in silent:
+        runner_name = evaluation.runner.name if evaluation.runner else "unknown"
+        reason = (f"runner {runner_name} said nothing for more than {settings.JOB_SILENCE_TIMEOUT_S} s "
+                  f"during {evaluation.stage}")
+        with transaction.atomic():
+            counts[evaluation_requeue(evaluation=evaluation, reason=reason)] += 1
+    stale = Evaluation.objects.filter(
+        status=Evaluation.STATUS_QUEUED,
+        last_progress_at__lt=now - timedelta(seconds=settings.JOB_QUEUED_TIMEOUT_S),
+    )
+    never_sent = Evaluation.objects.filter(
+        status=Evaluation.STATUS_QUEUED, attempt=0,
+        queued_at__lt=now - timedelta(seconds=settings.JOB_SILENCE_TIMEOUT_S),
+    )
+    for evaluation in stale | never_sent:
+        reason = f"no runner of pool {evaluation.submission.pool.slug} took it"
+        if evaluation.attempt == 0:
+            # Its dispatch after commit never reached the broker.
+            counts["requeued" if evaluation_dispatch(evaluation_id=evaluation.pk, attempt=0) else "skipped"] += 1
+            continue
+        with transaction.atomic():
+            counts[evaluation_requeue(evaluation=evaluation, reason=reason)] += 1
+    return counts
