@@ -1,0 +1,37 @@
+"""Every CPU-sized problem runs eagerly on the CPU, deterministically, with small inputs."""
+
+import pytest
+import torch
+
+from gpu_runner.formats import problem_metadata
+
+from .suite import CPU_PROBLEMS, ids, load_module
+
+
+@pytest.mark.parametrize("path", CPU_PROBLEMS, ids=ids(CPU_PROBLEMS))
+def test_it_runs_the_reference_on_the_cpu(path):
+    problem = load_module(path)
+    torch.manual_seed(0)
+    model = problem.Model(*problem.get_init_inputs())
+    inputs = problem.get_inputs()
+    assert inputs and all(isinstance(t, torch.Tensor) and t.device.type == "cpu" for t in inputs)
+    assert sum(t.numel() * t.element_size() for t in inputs) < 64 * 2**20, "CPU inputs stay under 64 MiB"
+    with torch.no_grad():
+        out = model(*[t.clone() for t in inputs])
+        again = model(*[t.clone() for t in inputs])
+    assert type(out) is torch.Tensor and out.numel() > 0
+    assert torch.isfinite(out.float()).all()
+    assert torch.equal(out, again)
+    # Outputs of order one at least somewhere, so that an all-zero answer cannot pass the tolerance.
+    meta = problem_metadata(path.read_text())
+    assert out.float().abs().max().item() > 20 * meta.get("atol", 1e-4)
+
+
+@pytest.mark.parametrize("path", CPU_PROBLEMS, ids=ids(CPU_PROBLEMS))
+def test_it_draws_fresh_inputs_per_seed(path):
+    problem = load_module(path)
+    torch.manual_seed(1)
+    first = problem.get_inputs()
+    torch.manual_seed(2)
+    second = problem.get_inputs()
+    assert not torch.equal(first[0], second[0])
