@@ -1,3 +1,16 @@
-from django.urls import path  # noqa: F401
+"""The site's pages for problems and submissions (the REST API lives in api_urls.py)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from apps.submissions import views
+
+urlpatterns = [
+    path("", views.problem_list, name="home"),
+    path("problems/", views.problem_list, name="problem-list"),
+    path("problems/<slug:slug>/", views.problem_detail, name="problem-detail"),
+    path("submissions/<int:pk>/", views.submission_detail, name="submission-detail"),
+    path("submit/", views.submit, name="submit"),
+    path("me/submissions/", views.my_submissions, name="my-submissions"),
+    path("me/tokens/", views.api_tokens, name="api-tokens"),
+    path("signup/", views.signup, name="signup"),
+]

@@ -1,0 +1,124 @@
+"""Forms of the site's pages. Every error says what to do about it."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from apps.devices.models import HardwarePool
+from apps.submissions.models import Entrant, Problem, Submission
+
+SOURCE_PLACEHOLDER = (
+    "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
+    "class ModelNew(nn.Module):\n    ...\n"
+)
+
+
+class SubmitForm(forms.Form):
+    entrant = forms.ModelChoiceField(
+        queryset=Entrant.objects.none(),
+        required=False,
+        help_text="The name your submission ranks under.",
+    )
+    problem = forms.ModelChoiceField(
+        queryset=Problem.objects.filter(is_active=True),
+        to_field_name="slug",
+        error_messages={"invalid_choice": "No such problem: pick one from the list.",
+                        "required": "Pick the problem your kernel solves."},
+    )
+    pool = forms.ModelChoiceField(
+        queryset=HardwarePool.objects.filter(is_active=True),
+        to_field_name="slug",
+        label="Track (hardware pool)",
+        error_messages={"invalid_choice": "No such track: pick one from the list.",
+                        "required": "Pick the hardware your kernel should run on."},
+    )
+    language = forms.ChoiceField(
+        choices=[("", "Detect from the source")] + Submission.LANGUAGE_CHOICES,
+        required=False,
+        help_text="Left on detect, the language is read from the source (load_inline, triton.jit, cupy).",
+    )
+    source = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 22, "spellcheck": "false", "placeholder": SOURCE_PLACEHOLDER}),
+        required=False,
+        strip=False,
+        label="Source",
+        help_text="A Python file defining class ModelNew (KernelBench format).",
+    )
+    source_file = forms.FileField(required=False, label="…or upload the .py file")
+
+    def __init__(self, *args: object, entrants: list[Entrant], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        field = self.fields["entrant"]
+        field.queryset = Entrant.objects.filter(pk__in=[e.pk for e in entrants])  # type: ignore[attr-defined]
+        human = next((e for e in entrants if e.kind == Entrant.KIND_HUMAN), None)
+        if human is not None:
+            field.empty_label = None  # type: ignore[attr-defined]
+            field.required = True
+            field.initial = human.pk
+        else:
+            # Left empty, the view creates the user's own human entrant named after them.
+            field.empty_label = "Yourself (a human entrant named after your username)"  # type: ignore[attr-defined]
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        text = data.get("source") or ""
+        upload = data.get("source_file")
+        if text.strip() and upload:
+            raise forms.ValidationError("Give the source once: paste it or upload a file, not both.")
+        if upload:
+            if upload.size > settings.MAX_SOURCE_BYTES:
+                self.add_error("source_file", self._too_big(upload.size))
+                return data
+            try:
+                text = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                self.add_error("source_file", "The file is not UTF-8 text: upload your solution's .py file.")
+                return data
+        if not text.strip():
+            self.add_error("source", "The source is empty: paste your ModelNew solution or upload its file.")
+            return data
+        size = len(text.encode("utf-8"))
+        if size > settings.MAX_SOURCE_BYTES:
+            self.add_error("source", self._too_big(size))
+            return data
+        data["source_text"] = text
+        return data
+
+    @staticmethod
+    def _too_big(size: int) -> str:
+        return (f"The source is {size:,} bytes; the limit is {settings.MAX_SOURCE_BYTES:,}. "
+                "Remove unused code or comments.")
+
+    # SubmissionError.fields uses the API's names; the form's fields are named for people.
+    _SERVICE_FIELDS = {"problem": "problem", "hardware": "pool", "pool": "pool", "language": "language",
+                       "source": "source", "entrant": "entrant"}
+
+    def add_service_error(self, error: Exception) -> None:
+        """Show a services.SubmissionError beside the fields it names."""
+        fields = getattr(error, "fields", None) or {}
+        for key, value in fields.items():
+            target = self._SERVICE_FIELDS.get(key)
+            for msg in value if isinstance(value, list | tuple) else [value]:
+                self.add_error(target, str(msg))
+        if not fields:
+            self.add_error(None, getattr(error, "message", "") or str(error))
+        retry_after = getattr(error, "retry_after", None)
+        if retry_after:
+            self.add_error(None, f"Try again in {int(retry_after)} seconds.")
+
+
+class EntrantCreateForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="Shown on the leaderboards, e.g. “my-rl-agent-v2”.")
+    kind = forms.ChoiceField(
+        choices=[c for c in Entrant.KIND_CHOICES if c[0] != Entrant.KIND_BASELINE],
+        help_text="Baselines are the site's own (PyTorch eager, torch.compile).",
+    )
+    model_name = forms.CharField(max_length=100, required=False, help_text="For an LLM or agent, e.g. “Claude Opus”.")
+    model_version = forms.CharField(max_length=100, required=False)
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if Entrant.objects.filter(name__iexact=name).exists():
+            raise forms.ValidationError(f"An entrant named “{name}” exists already: pick another name.")
+        return name

@@ -1,0 +1,143 @@
+"""Formatting used by every page: times, speedups, verdict names, entrant kind badges, highlighted code."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+from pygments import highlight as pygments_highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import CppLexer, PythonLexer, TextLexer
+
+register = template.Library()
+
+VERDICT_LABELS = {
+    "accepted": "Accepted",
+    "wrong_answer": "Wrong answer",
+    "compile_error": "Compile error",
+    "runtime_error": "Runtime error",
+    "timeout": "Time limit exceeded",
+    "rejected": "Rejected",
+}
+KIND_LABELS = {"agent": "RL agent", "llm": "LLM", "human": "Human", "baseline": "Baseline"}
+
+
+@register.filter
+def us(value: object) -> str:
+    """Microseconds for people: 812 µs, 3.41 ms, 1.20 s."""
+    if value is None or value == "":
+        return "–"
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    if v >= 1_000_000:
+        return f"{v / 1_000_000:.2f} s"
+    if v >= 1000:
+        return f"{v / 1000:.3g} ms" if v < 10_000 else f"{v / 1000:.1f} ms"
+    return f"{v:.3g} µs" if v < 100 else f"{v:.0f} µs"
+
+
+@register.filter
+def speedup(value: object) -> str:
+    if value is None or value == "":
+        return "–"
+    try:
+        return f"{float(value):.2f}×"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def speedup_class(value: object) -> str:
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return ""
+    return "speedup-good" if v >= 1 else "speedup-bad"
+
+
+@register.filter
+def verdict_label(verdict: str) -> str:
+    return VERDICT_LABELS.get(verdict or "", verdict or "Pending")
+
+
+@register.simple_tag
+def verdict_badge(evaluation: object, large: bool = False) -> SafeString:
+    """The verdict of an evaluation, or where it stands while it runs."""
+    size = " badge-lg" if large else ""
+    if evaluation is None:
+        return format_html('<span class="badge verdict-pending{}">Not evaluated</span>', size)
+    status = getattr(evaluation, "status", "")
+    verdict = getattr(evaluation, "verdict", "")
+    if status == "failed":
+        return format_html('<span class="badge status-failed{}">No verdict: runner failure</span>', size)
+    if verdict:
+        return format_html(
+            '<span class="badge verdict-{}{}">{}</span>', verdict, size, VERDICT_LABELS.get(verdict, verdict)
+        )
+    stage = getattr(evaluation, "stage", "") or status
+    return format_html(
+        '<span class="badge status-{}{}"><span class="spinner" aria-hidden="true"></span>{}</span>',
+        status, size, STAGE_LABELS.get(stage, stage),
+    )
+
+
+@register.simple_tag
+def kind_badge(kind: str) -> SafeString:
+    return format_html('<span class="badge kind-{}">{}</span>', kind, KIND_LABELS.get(kind, kind))
+
+
+@register.filter
+def highlight_code(source: str, language: str = "python") -> SafeString:
+    """Server-side highlighting (pygments); its colours are in static/css/pygments.css."""
+    lexer = {"python": PythonLexer, "cpp": CppLexer}.get(language, TextLexer)()
+    return mark_safe(pygments_highlight(source or "", lexer, HtmlFormatter(cssclass="highlight")))  # noqa: S308
+
+
+# The stage progress bar. static/js/submission.js mirrors this for live updates: keep them in step.
+STAGE_STEPS = [
+    ("queued", "Queued"),
+    ("compiling", "Compiling"),
+    ("checking", "Checking correctness"),
+    ("timing", "Timing"),
+    ("verdict", "Verdict"),
+]
+STAGE_LABELS = dict(STAGE_STEPS) | {"running": "Running", "done": "Done"}
+# Where a verdict shows that the evaluation stopped.
+FAILED_AT = {"compile_error": "compiling", "wrong_answer": "checking", "runtime_error": "checking"}
+
+
+def stage_steps(status: str, stage: str, verdict: str) -> list[dict[str, str]]:
+    """[{key, label, state}] with state in done | current | failed | pending."""
+    keys = [k for k, _ in STAGE_STEPS]
+    steps = [{"key": k, "label": label, "state": "pending"} for k, label in STAGE_STEPS]
+    if status in ("queued", "running"):
+        current = keys.index(stage) if stage in keys[:4] else (0 if status == "queued" else 3)
+        for i, s in enumerate(steps):
+            s["state"] = "done" if i < current else ("current" if i == current else "pending")
+        return steps
+    if status == "failed":
+        steps[0]["state"] = "done"
+        steps[4].update(state="failed", label="No verdict")
+        return steps
+    # done
+    failed_at = FAILED_AT.get(verdict)
+    last = keys.index(failed_at) if failed_at else 4
+    for i, s in enumerate(steps[:4]):
+        s["state"] = "done" if i < last else ("failed" if i == last else "pending")
+    steps[4].update(
+        state="done" if verdict == "accepted" else "failed", label=VERDICT_LABELS.get(verdict, "Verdict")
+    )
+    return steps
+
+
+@register.inclusion_tag("submissions/_stages.html")
+def stage_progress(evaluation: object) -> dict:
+    if evaluation is None:
+        return {"steps": stage_steps("queued", "queued", "")}
+    return {
+        "steps": stage_steps(
+            getattr(evaluation, "status", ""), getattr(evaluation, "stage", ""), getattr(evaluation, "verdict", "")
+        )
+    }

@@ -1,0 +1,331 @@
+"""The site's pages: problems, submissions, the submit form, a user's own submissions and API tokens.
+
+Writes go through apps/submissions/services.py; these views only read, validate forms and render.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
+from django.core.paginator import Paginator
+from django.db.models import Count, Prefetch, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
+
+from apps.devices.models import HardwarePool
+from apps.submissions import selectors, services
+from apps.submissions.forms import EntrantCreateForm, SubmitForm
+from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, Submission
+from apps.submissions.starters import LANGUAGE_FOR_DEVICE, starter_source
+
+# Accepted, not moderated away, by an entrant in good standing: what counts as "solved".
+SOLVED = Q(
+    submissions__evaluations__verdict="accepted",
+    submissions__moderation=Submission.MODERATION_OK,
+    submissions__entrant__is_banned=False,
+)
+
+
+def _latest_evaluations() -> Prefetch:
+    return Prefetch("evaluations", queryset=Evaluation.objects.order_by("-queued_at"))
+
+
+def problem_list(request: HttpRequest) -> HttpResponse:
+    levels = sorted(set(Problem.objects.filter(is_active=True).values_list("level", flat=True)))
+    pools = list(HardwarePool.objects.filter(is_active=True, problems__is_active=True).distinct())
+
+    level = request.GET.get("level", "")
+    if level and not (level.isdigit() and int(level) in levels):
+        messages.warning(request, f"There is no level {level!r}: showing every level.")
+        level = ""
+    pool_slug = request.GET.get("pool", "")
+    if pool_slug and pool_slug not in {p.slug for p in pools}:
+        messages.warning(request, f"There is no track {pool_slug!r}: showing every track.")
+        pool_slug = ""
+
+    problems = selectors.problem_list(pool=pool_slug or None, level=int(level) if level else None)
+    solved = SOLVED & Q(submissions__pool__slug=pool_slug) if pool_slug else SOLVED
+    problems = problems.annotate(solved_by=Count("submissions__entrant", filter=solved, distinct=True))
+
+    mine_solved: set[int] = set()
+    if request.user.is_authenticated:
+        mine = Submission.objects.filter(
+            entrant__owner=request.user, evaluations__verdict="accepted", moderation=Submission.MODERATION_OK
+        )
+        mine_solved = set(mine.values_list("problem_id", flat=True))
+
+    return render(
+        request,
+        "submissions/problem_list.html",
+        {
+            "problems": problems,
+            "levels": levels,
+            "pools": pools,
+            "level": level,
+            "pool_slug": pool_slug,
+            "mine_solved": mine_solved,
+        },
+    )
+
+
+def problem_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    problem = get_object_or_404(Problem.objects.prefetch_related("pools"), slug=slug, is_active=True)
+    pools = list(problem.pools.all())
+
+    # One starter per language the problem's tracks run (a CPU pool: C++, a GPU pool: CUDA).
+    starters = []
+    for language in dict.fromkeys(LANGUAGE_FOR_DEVICE.get(p.device, "") for p in pools):
+        if language:
+            starters.append({"language": language, "source": starter_source(
+                reference_source=problem.source, language=language)})
+
+    my_submissions = []
+    if request.user.is_authenticated:
+        my_submissions = list(
+            Submission.objects.filter(problem=problem, entrant__owner=request.user)
+            .select_related("entrant", "pool")
+            .prefetch_related(_latest_evaluations())[:50]
+        )
+    solved_by = (
+        Problem.objects.filter(pk=problem.pk)
+        .annotate(n=Count("submissions__entrant", filter=SOLVED, distinct=True))
+        .values_list("n", flat=True)[0]
+    )
+    return render(
+        request,
+        "submissions/problem_detail.html",
+        {
+            "problem": problem,
+            "pools": pools,
+            "starters": starters,
+            "my_submissions": my_submissions,
+            "solved_by": solved_by,
+        },
+    )
+
+
+def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    submission = get_object_or_404(
+        Submission.objects.select_related("entrant", "problem", "pool", "entrant__owner"), pk=pk
+    )
+    evaluations = list(submission.evaluations.select_related("runner").order_by("-queued_at"))
+    evaluation = evaluations[0] if evaluations else None
+    can_see_source = selectors.submission_source_visible(submission=submission, user=request.user)
+    context = {
+        "submission": submission,
+        "evaluation": evaluation,
+        "evaluations": evaluations,
+        "can_see_source": can_see_source,
+        "is_owner": request.user.is_authenticated and submission.entrant.owner_id == request.user.pk,
+        # The same rule as the API: a compile error's message quotes the source.
+        "show_message": evaluation is not None and (can_see_source or evaluation.verdict != "compile_error"),
+        "result_extras": _result_extras(
+            selectors.evaluation_public_result(evaluation=evaluation, source_visible=can_see_source)
+            if evaluation else {}
+        ),
+    }
+    # The live page re-fetches only the evaluation part when a result lands (no full reload).
+    if request.GET.get("partial") == "evaluation":
+        return render(request, "submissions/_evaluation.html", context)
+    return render(request, "submissions/submission_detail.html", context)
+
+
+# Result keys the page already shows in its own sections.
+_SHOWN_RESULT_KEYS = {
+    "verdict", "correct", "runtime_us", "eager_us", "compile_us", "speedup_vs_eager", "speedup_vs_compile",
+    "message", "compile_log", "log",
+}
+
+
+def _result_extras(result: object) -> dict[str, list[tuple[str, str]]]:
+    """The evaluator's other fields (statistics, device, clocks, versions, isolation) as titled key/value lists.
+
+    The evaluator's object is shown as it is, grouped by its own top-level keys, so that a field it adds later
+    appears here without a change to the page.
+    """
+    if not isinstance(result, dict):
+        return {}
+    groups: dict[str, list[tuple[str, str]]] = {}
+    scalars: list[tuple[str, str]] = []
+    for key, value in result.items():
+        if key in _SHOWN_RESULT_KEYS:
+            continue
+        if isinstance(value, dict):
+            groups[key.replace("_", " ").capitalize()] = _flatten(value)
+        else:
+            scalars.append((key.replace("_", " "), _plain(value)))
+    if scalars:
+        groups["Other"] = scalars
+    return groups
+
+
+def _flatten(d: dict, prefix: str = "") -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    for key, value in d.items():
+        name = f"{prefix}{key}".replace("_", " ")
+        if isinstance(value, dict):
+            rows.extend(_flatten(value, prefix=f"{prefix}{key}."))
+        else:
+            rows.append((name, _plain(value)))
+    return rows
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(_plain(v) for v in value)
+    if value is None:
+        return "–"
+    return str(value)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit(request: HttpRequest) -> HttpResponse:
+    entrants = list(Entrant.objects.filter(owner=request.user, is_banned=False))
+    if request.method == "POST":
+        form = SubmitForm(request.POST, request.FILES, entrants=entrants)
+        if form.is_valid():
+            try:
+                entrant = form.cleaned_data.get("entrant") or _personal_entrant(request)
+                submission, _evaluation, created = services.submission_create(
+                    entrant=entrant,
+                    problem_slug=form.cleaned_data["problem"].slug,
+                    source=form.cleaned_data["source_text"],
+                    language=form.cleaned_data["language"] or None,
+                    hardware=form.cleaned_data["pool"].slug,
+                )
+            except services.SubmissionError as e:
+                form.add_service_error(e)
+            else:
+                if not created:
+                    messages.info(
+                        request, "You had already submitted this exact source for this problem and track: "
+                        "here is its evaluation. Ask for a re-run through the API if you need one."
+                    )
+                return redirect("submission-detail", pk=submission.pk)
+    else:
+        initial = {"pool": settings.DEFAULT_HARDWARE_POOL}
+        if request.GET.get("problem"):
+            initial["problem"] = request.GET["problem"]
+        if request.GET.get("pool"):
+            initial["pool"] = request.GET["pool"]
+        form = SubmitForm(initial=initial, entrants=entrants)
+    return render(request, "submissions/submit.html", {"form": form, "entrants": entrants})
+
+
+def _personal_entrant(request: HttpRequest) -> Entrant:
+    """The user's own entrant of kind human, named after the username, created on the first submit."""
+    existing = Entrant.objects.filter(owner=request.user, kind=Entrant.KIND_HUMAN).first()
+    if existing:
+        return existing
+    username = request.user.get_username()
+    for n in range(1, 100):
+        # Another owner's entrant may hold the name (or its slug): try username-2, username-3...
+        try:
+            entrant, _token = services.entrant_create(
+                name=username if n == 1 else f"{username}-{n}", kind=Entrant.KIND_HUMAN, owner=request.user
+            )
+            break
+        except services.SubmissionError as e:
+            if e.code != "conflict":
+                raise
+    else:
+        raise services.SubmissionError(
+            "Could not find a free entrant name for you: create an entrant on the API tokens page.",
+            fields={"entrant": ["Create an entrant on the API tokens page first."]},
+        )
+    messages.success(
+        request, f"Your entrant “{entrant.name}” was created: your submissions rank under that name. "
+        "Create an API token for it on the API tokens page to submit from scripts."
+    )
+    return entrant
+
+
+@login_required
+def my_submissions(request: HttpRequest) -> HttpResponse:
+    submissions = (
+        Submission.objects.filter(entrant__owner=request.user)
+        .select_related("entrant", "problem", "pool")
+        .prefetch_related(_latest_evaluations())
+        .order_by("-created_at")
+    )
+    page = Paginator(submissions, 50).get_page(request.GET.get("page"))
+    return render(request, "submissions/my_submissions.html", {"page": page})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    new_token = None  # shown once, in this response only: it is never stored in clear
+    new_token_entrant = None
+    entrant_form = EntrantCreateForm()
+    action = request.POST.get("action", "")
+    if request.method == "POST" and action == "create_entrant":
+        entrant_form = EntrantCreateForm(request.POST)
+        if entrant_form.is_valid():
+            try:
+                new_token_entrant, new_token = services.entrant_create(
+                    owner=request.user, **entrant_form.cleaned_data
+                )
+                entrant_form = EntrantCreateForm()
+            except services.SubmissionError as e:
+                for field, errors in (e.fields or {"": [e.message]}).items():
+                    for msg in errors:
+                        entrant_form.add_error(field if field in entrant_form.fields else None, msg)
+    elif request.method == "POST" and action == "create_token":
+        entrant = Entrant.objects.filter(owner=request.user, pk=request.POST.get("entrant") or 0).first()
+        if entrant is None:
+            messages.error(request, "Pick one of your own entrants to create a token for.")
+        else:
+            _token_obj, new_token = services.api_token_create(
+                entrant=entrant, label=request.POST.get("label", "")[:100]
+            )
+            new_token_entrant = entrant
+    elif request.method == "POST" and action == "revoke_token":
+        token = ApiToken.objects.filter(entrant__owner=request.user, pk=request.POST.get("token") or 0).first()
+        if token is None:
+            messages.error(request, "That token is not one of yours, or no longer exists.")
+        else:
+            services.api_token_revoke(token=token)
+            messages.success(request, f"Token {token.prefix}… revoked: requests carrying it now get 401.")
+        return redirect("api-tokens")
+    elif request.method == "POST":
+        messages.error(request, "Unknown action: use the buttons on this page.")
+        return redirect("api-tokens")
+
+    entrants = Entrant.objects.filter(owner=request.user).prefetch_related(
+        Prefetch("tokens", queryset=ApiToken.objects.order_by("-created_at"))
+    )
+    return render(
+        request,
+        "submissions/api_tokens.html",
+        {
+            "entrants": entrants,
+            "entrant_form": entrant_form,
+            "new_token": new_token,
+            "new_token_entrant": new_token_entrant,
+        },
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    next_url = request.POST.get("next") or request.GET.get("next") or "/"
+    if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
+        next_url = "/"
+    if request.user.is_authenticated:
+        return redirect(next_url)
+    form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.get_username()}. Pick a problem and submit a kernel.")
+        return redirect(next_url)
+    return render(request, "registration/signup.html", {"form": form, "next": next_url})
