@@ -120,9 +120,14 @@ def problem_default_pools(*, path: Path) -> list[HardwarePool]:
 
 
 @transaction.atomic
-def problem_load_from_file(*, path: Path, level: int | None = None,
-                           hardware: list[str] | None = None) -> tuple[Problem, str]:
-    """Creates or updates the problem of a file; a changed source makes a new ProblemVersion."""
+def problem_load_from_file(*, path: Path, level: int | None = None, hardware: list[str] | None = None,
+                           slug: str | None = None, title: str | None = None,
+                           origin: str | None = None) -> tuple[Problem, str]:
+    """Creates or updates the problem of a file; a changed source makes a new ProblemVersion.
+
+    `slug`, `title` (unless the file's metadata has one) and `origin` override what the file name gives;
+    import_kernelbench names l1-19-relu from KernelBench/level1/19_ReLU.py that way.
+    """
     path = Path(path)
     try:
         source = path.read_text(encoding="utf-8")
@@ -131,6 +136,8 @@ def problem_load_from_file(*, path: Path, level: int | None = None,
     info = problem_file_read(path=path, source=source)
     if level is not None:
         info.level = level
+    if title and not info.metadata.get("title"):
+        info.title = title[:200]
     if hardware:
         pools = list(HardwarePool.objects.filter(slug__in=hardware))
         unknown = sorted(set(hardware) - {p.slug for p in pools})
@@ -142,14 +149,14 @@ def problem_load_from_file(*, path: Path, level: int | None = None,
             )
     else:
         pools = problem_default_pools(path=path)
-    slug = problem_slug_from_path(path)
+    slug = slug or problem_slug_from_path(path)
     content_hash = sha256_text(source)
     now = timezone.now()
 
     problem = Problem.objects.select_for_update().filter(slug=slug).first()
     if problem is None:
         problem = Problem(slug=slug, title=info.title, level=info.level, description=info.description,
-                          source=source, content_hash=content_hash, version=1, origin=str(path),
+                          source=source, content_hash=content_hash, version=1, origin=origin or str(path),
                           created_at=now, updated_at=now)
         problem.full_clean()
         problem.save()
@@ -269,9 +276,12 @@ def _rate_limit_check(*, entrant: Entrant) -> None:
 
 
 def submission_create(*, entrant: Entrant, problem_slug: str, source: str, language: str | None = None,
-                      hardware: str | None = None,
-                      rerun: bool = False) -> tuple[Submission, Evaluation, bool]:
-    """Validates, deduplicates, rate-limits, stores; the evaluation is dispatched once the row is committed."""
+                      hardware: str | None = None, rerun: bool = False,
+                      rate_limit: bool = True) -> tuple[Submission, Evaluation, bool]:
+    """Validates, deduplicates, rate-limits, stores; the evaluation is dispatched once the row is committed.
+
+    `rate_limit=False` is for operators' bulk imports (import_generations), never for the API.
+    """
     if entrant.is_banned:
         reason = f" ({entrant.ban_reason})" if entrant.ban_reason else ""
         raise SubmissionError(f"Entrant {entrant.name} is banned from submitting{reason}.", code="banned",
@@ -338,11 +348,13 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
             # A failed evaluation (the infrastructure gave up) is retried by submitting again.
             if latest is not None and not rerun and latest.status != Evaluation.STATUS_FAILED:
                 return existing, latest, False
-            _rate_limit_check(entrant=entrant)
+            if rate_limit:
+                _rate_limit_check(entrant=entrant)
             evaluation = Evaluation.objects.create(submission=existing)
             _dispatch_on_commit(evaluation)
             return existing, evaluation, True
-        _rate_limit_check(entrant=entrant)
+        if rate_limit:
+            _rate_limit_check(entrant=entrant)
         submission = Submission(entrant=entrant, problem=problem, problem_version=version, pool=pool,
                                 language=language, source=source, sha256=digest)
         submission.full_clean()
