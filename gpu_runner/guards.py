@@ -7,18 +7,18 @@ The harness calls, in this order:
 3. `integrity_report()` at the end: any finding makes the verdict `rejected`.
 
 These guards live in the same process as the solution, so native code (a C++ or CUDA extension, ctypes)
-can defeat them; they raise the cost of the cheap Python-level hacks and make them visible. The real
-barriers are out of process: expected outputs are computed in a separate trusted process, and timing is
-cross-checked (fresh inputs, checked timed calls, the speed-of-light bound). See docs/ANTICHEAT.md.
+can defeat them; they raise the cost of the cheap Python-level hacks and make them visible. The barriers a
+determined attacker meets next are out of process: expected outputs are computed in a separate trusted
+process, and timing is cross-checked (fresh inputs, checked timed calls, the speed-of-light bound).
+See docs/ANTICHEAT.md.
 
 Imports nothing from Django: runner hosts lack it.
 """
 
 from __future__ import annotations
 
-import builtins
+import _thread
 import contextlib
-import gc
 import os
 import sys
 import threading
@@ -26,14 +26,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 # aten ops a solution's forward may call without doing the problem's computation in torch: allocation,
 # views and metadata, copies and dtype/device moves (a kernel often needs a contiguous input), and fills
-# used to initialise an output buffer. Names are the schema name without the overload.
+# used to initialise an output buffer. Names are schema names without the overload.
 ALLOWED_ATEN_OPS = frozenset(
     {
-        # allocation
+        # allocation and fills
         "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty", "aten::new_empty_strided",
         "aten::zeros", "aten::zeros_like", "aten::new_zeros", "aten::ones", "aten::ones_like", "aten::new_ones",
         "aten::full", "aten::full_like", "aten::new_full", "aten::fill_", "aten::zero_", "aten::scalar_tensor",
@@ -46,39 +46,58 @@ ALLOWED_ATEN_OPS = frozenset(
         "aten::view_as_real", "aten::view_as_complex", "aten::_reshape_alias", "aten::unfold",
         "aten::is_same_size", "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset",
         "aten::is_contiguous", "aten::is_nonzero", "aten::_local_scalar_dense", "aten::set_",
-        "aten::_has_compatible_shallow_copy_type", "aten::record_stream",
+        "aten::_has_compatible_shallow_copy_type", "aten::record_stream", "aten::size", "aten::stride",
+        "aten::numel", "aten::dim",
         # copies and moves
         "aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to", "aten::_copy_from",
         "aten::_copy_from_and_resize",
     }
 )
 
-# Functions the harness times and synchronises with, or checks with: a solution that replaces any of them
-# is trying to change what is measured. Recorded by identity at install time.
+# Functions and classes the harness times, synchronises, checks or reports with: a solution that replaces
+# any of them is trying to change what is measured. Recorded by identity at install time.
 _WATCHED_ATTRS: list[tuple[str, str]] = [
     ("time", "perf_counter"), ("time", "perf_counter_ns"), ("time", "monotonic"), ("time", "monotonic_ns"),
     ("time", "time"), ("time", "time_ns"), ("time", "process_time"), ("time", "sleep"),
     ("torch", "cuda"), ("torch.cuda", "synchronize"), ("torch.cuda", "Event"), ("torch.cuda", "Stream"),
     ("torch.cuda", "current_stream"), ("torch.cuda", "default_stream"), ("torch.cuda", "stream"),
-    ("torch.cuda", "set_stream"), ("torch.cuda.Event", "record"), ("torch.cuda.Event", "elapsed_time"),
-    ("torch.cuda.Event", "synchronize"), ("torch.cuda.Event", "query"), ("torch.cuda.Stream", "synchronize"),
-    ("torch.cuda.Stream", "wait_stream"), ("torch.cuda.Stream", "record_event"),
+    ("torch.cuda", "set_stream"), ("torch.cuda", "is_available"), ("torch.cuda.Event", "record"),
+    ("torch.cuda.Event", "elapsed_time"), ("torch.cuda.Event", "synchronize"), ("torch.cuda.Event", "query"),
+    ("torch.cuda.Event", "wait"), ("torch.cuda.Stream", "synchronize"), ("torch.cuda.Stream", "wait_stream"),
+    ("torch.cuda.Stream", "record_event"), ("torch.cuda.Stream", "query"),
     ("torch", "allclose"), ("torch", "isclose"), ("torch", "equal"), ("torch", "isnan"), ("torch", "isinf"),
-    ("torch", "isfinite"), ("torch", "abs"), ("torch", "max"), ("torch", "sum"), ("torch", "manual_seed"),
-    ("torch", "randn"), ("torch", "rand"), ("torch", "randint"), ("torch", "empty"), ("torch", "empty_like"),
-    ("torch", "clone"), ("torch", "Tensor"), ("torch.Tensor", "clone"), ("torch.Tensor", "copy_"),
+    ("torch", "isfinite"), ("torch", "abs"), ("torch", "max"), ("torch", "sum"), ("torch", "where"),
+    ("torch", "manual_seed"), ("torch", "randn"), ("torch", "rand"), ("torch", "randint"), ("torch", "empty"),
+    ("torch", "empty_like"), ("torch", "full_like"), ("torch", "clone"), ("torch", "save"), ("torch", "load"),
+    ("torch", "Tensor"), ("torch", "Generator"), ("torch.Tensor", "clone"), ("torch.Tensor", "copy_"),
     ("torch.Tensor", "to"), ("torch.Tensor", "cpu"), ("torch.Tensor", "cuda"), ("torch.Tensor", "__eq__"),
     ("torch.Tensor", "__sub__"), ("torch.Tensor", "abs"), ("torch.Tensor", "float"), ("torch.Tensor", "fill_"),
     ("torch.Tensor", "data_ptr"), ("torch.Tensor", "numpy"), ("torch.Tensor", "tolist"),
-    ("torch.Tensor", "__torch_function__"), ("torch.Tensor", "__torch_dispatch__"),
+    ("torch.Tensor", "__torch_function__"), ("torch.Tensor", "__torch_dispatch__"), ("torch.Tensor", "__del__"),
     ("torch.testing", "assert_close"), ("torch.nn.Module", "__call__"), ("torch.nn.Module", "_call_impl"),
+    ("torch.nn.Module", "load_state_dict"), ("torch.nn.Module", "state_dict"),
     ("builtins", "print"), ("builtins", "open"), ("builtins", "isinstance"), ("builtins", "type"),
-    ("sys", "exit"), ("os", "_exit"), ("json", "dumps"), ("json", "dump"), ("pickle", "dumps"),
-    ("pickle", "dump"), ("gc", "collect"),
+    ("builtins", "len"), ("builtins", "float"), ("builtins", "min"), ("builtins", "max"), ("builtins", "sorted"),
+    ("sys", "exit"), ("os", "_exit"), ("json", "dumps"), ("json", "dump"), ("json", "loads"),
+    ("statistics", "median"), ("math", "isfinite"), ("math", "sqrt"), ("socket", "socket"),
 ]
+_MISSING = object()
 
-# Audit events that mean the solution is looking for the harness's objects or frames, or leaving the sandbox.
-# Always blocked once the guards are installed (import time included).
+# Settings that change the precision torch's own ops run at (the baselines are measured with TF32 off).
+_PRECISION_SETTINGS = {
+    "torch.backends.cuda.matmul.allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
+    "torch.backends.cudnn.allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+        lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
+        lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+    "torch.get_float32_matmul_precision()": lambda: torch.get_float32_matmul_precision(),
+    "torch.get_default_dtype()": lambda: torch.get_default_dtype(),
+    "torch.is_grad_enabled()": lambda: torch.is_grad_enabled(),
+}
+
+# Audit events that mean the solution is looking for the harness's objects or frames, or leaving the
+# sandbox. Blocked from install on (solution import included).
 _AUDIT_ALWAYS = {
     "gc.get_objects": "gc.get_objects() walks every object in the process, the harness's included",
     "gc.get_referrers": "gc.get_referrers() finds the harness's objects that refer to yours",
@@ -86,37 +105,58 @@ _AUDIT_ALWAYS = {
     "sys._current_frames": "sys._current_frames() reads the stack of every thread, the harness's included",
     "sys.settrace": "sys.settrace() lets code watch and change the harness while it runs",
     "sys.setprofile": "sys.setprofile() lets code watch the harness while it runs",
+    "sys.addaudithook": "audit hooks are the evaluator's",
+    "socket.__new__": "network access is not allowed",
     "socket.connect": "network access is not allowed",
     "socket.bind": "network access is not allowed",
+    "socket.sendto": "network access is not allowed",
     "socket.getaddrinfo": "network access is not allowed",
-    "os.fork": "forking a process is not allowed",
-    "os.forkpty": "forking a process is not allowed",
-    "sys.addaudithook": "adding an audit hook is not allowed",
+    "socket.gethostbyname": "network access is not allowed",
+    "os.fork": "forking the process is not allowed",
+    "os.forkpty": "forking the process is not allowed",
+    "os.kill": "signalling processes is not allowed",
+    "os.killpg": "signalling processes is not allowed",
+    "signal.pthread_kill": "signalling threads is not allowed",
+    "ctypes.string_at": "reading raw memory with ctypes is not allowed",
+    "ctypes.wstring_at": "reading raw memory with ctypes is not allowed",
     "cpython.PyInterpreterState_Clear": "touching the interpreter state is not allowed",
     "cpython._PySys_ClearAuditHooks": "touching the interpreter state is not allowed",
+    "sys.unraisablehook": "replacing error hooks is not allowed",
+    "sys.excepthook": "replacing error hooks is not allowed",
 }
-# Blocked only while the solution's forward runs (honest libraries use some of them at import time:
-# namedtuple and typing call sys._getframe; torch's extension builder starts ninja in a subprocess).
+# Blocked only while the solution's forward runs: honest libraries use some of them at import time
+# (namedtuple and typing call sys._getframe; torch's extension builder starts ninja in a subprocess).
 _AUDIT_IN_FORWARD = {
-    "sys._getframe": "frame inspection (sys._getframe / inspect.currentframe / inspect.stack) reads the harness's state",
+    "sys._getframe": "frame inspection (sys._getframe, inspect.currentframe, inspect.stack) reads the harness's state",
     "subprocess.Popen": "starting a process in forward is not allowed",
     "os.system": "starting a process in forward is not allowed",
     "os.exec": "starting a process in forward is not allowed",
     "os.posix_spawn": "starting a process in forward is not allowed",
     "os.spawn": "starting a process in forward is not allowed",
+    "os.startfile": "starting a process in forward is not allowed",
     "os.putenv": "changing the environment in forward is not allowed",
     "os.unsetenv": "changing the environment in forward is not allowed",
     "ctypes.dlopen": "ctypes in forward is not allowed: write the kernel as an extension",
     "ctypes.dlsym": "ctypes in forward is not allowed: write the kernel as an extension",
     "ctypes.addressof": "ctypes in forward is not allowed: write the kernel as an extension",
     "ctypes.cdata": "ctypes in forward is not allowed: write the kernel as an extension",
-    "ctypes.string_at": "reading raw memory with ctypes is not allowed",
-    "ctypes.wstring_at": "reading raw memory with ctypes is not allowed",
     "ctypes.call_function": "ctypes in forward is not allowed: write the kernel as an extension",
 }
 # Frame attributes whose access is audited as object.__getattr__ (tracebacks, generators, coroutines):
 # the other ways to climb from an object to the harness's frames.
 _FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
+# Code allowed to write files outside the child's directory: the extension builders write their build
+# caches, and the import system writes bytecode.
+_TRUSTED_WRITERS = (
+    os.path.join("torch", "utils", "cpp_extension.py"),
+    os.path.join("torch", "utils", "file_baton.py"),
+    os.path.join("torch", "utils", "_cpp_extension_versioner.py"),
+    os.sep + "triton" + os.sep,
+    os.sep + "cupy" + os.sep,
+    os.sep + "cupy_backends" + os.sep,
+    "<frozen importlib._bootstrap_external>",
+)
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
 class GuardViolation(RuntimeError):
@@ -126,13 +166,16 @@ class GuardViolation(RuntimeError):
 _findings: list[dict] = []
 _seen: set[tuple[str, str]] = set()
 _watched: dict[str, Any] = {}
+_precision: dict[str, Any] = {}
 _installed = False
 _in_forward = 0
+_in_hook = False
 _baseline_threads: set[int] = set()
 _baseline_native: set[int] = set()
 _native_frozen = False
-_forward_calls = 0
-_harness_frame_codes: set[Any] = set()
+_cwd = ""
+_pid = 0
+_real_start_new_thread = _thread.start_new_thread
 
 
 def _add(rule: str, detail: str) -> None:
@@ -142,38 +185,58 @@ def _add(rule: str, detail: str) -> None:
         _findings.append({"rule": rule, "detail": detail})
 
 
+def _violation(rule: str, detail: str) -> GuardViolation:
+    _add(rule, detail)
+    return GuardViolation(f"KernelHub anti-cheat ({rule}): {detail}")
+
+
 def _resolve(dotted: str) -> Any:
     obj: Any = sys.modules.get(dotted.split(".")[0])
-    if obj is None:
-        return None
     for part in dotted.split(".")[1:]:
-        obj = getattr(obj, part, None)
         if obj is None:
             return None
+        obj = getattr(obj, part, None)
     return obj
+
+
+def _lookup(holder: Any, attr: str) -> Any:
+    # On classes, read the raw attribute through the MRO: getattr would build a new bound object each time.
+    if isinstance(holder, type):
+        for klass in holder.__mro__:
+            if attr in klass.__dict__:
+                return klass.__dict__[attr]
+        return _MISSING
+    return getattr(holder, attr, _MISSING)
 
 
 def _snapshot_watched() -> dict[str, Any]:
     snap: dict[str, Any] = {}
     for owner, attr in _WATCHED_ATTRS:
         holder = _resolve(owner)
-        if holder is None:
-            continue
-        # Class attributes are compared through __dict__ so that a descriptor's identity is what counts.
-        value = holder.__dict__.get(attr, None) if isinstance(holder, type) else getattr(holder, attr, None)
-        if value is not None:
-            snap[f"{owner}.{attr}"] = value
+        if holder is not None:
+            snap[f"{owner}.{attr}"] = _lookup(holder, attr)
     return snap
 
 
 def _check_watched() -> None:
     now = _snapshot_watched()
     for name, original in _watched.items():
-        if now.get(name) is not original:
+        if now.get(name, _MISSING) is not original:
             _add(
-                "timer_or_harness_patched",
-                f"{name} was replaced; the solution must not patch timers, synchronisation, "
-                "checks or torch itself: remove the assignment",
+                "harness_patched",
+                f"{name} was replaced or removed; a solution must not patch timers, synchronisation, checks, "
+                "builtins or torch itself: remove the assignment",
+            )
+    for name, read in _PRECISION_SETTINGS.items():
+        try:
+            value = read()
+        except Exception:  # noqa: BLE001 - a setting the build lacks cannot have been changed
+            continue
+        if name in _precision and value != _precision[name]:
+            _add(
+                "precision_changed",
+                f"{name} was changed from {_precision[name]!r} to {value!r}; torch's precision settings are the "
+                "evaluator's: do not change them (a lower-precision kernel of your own is judged by the tolerance)",
             )
 
 
@@ -188,76 +251,150 @@ def _python_threads() -> set[int]:
     return {t.ident for t in threading.enumerate() if t.ident is not None}
 
 
+def _guarded_start_new_thread(function: Any, args: Any, kwargs: Any = None) -> int:
+    """Replaces _thread.start_new_thread: a thread started in forward is work escaping the timer."""
+    if _in_forward:
+        raise _violation(
+            "background_thread",
+            "the forward started a thread; all work must run in your kernel within the call "
+            "(OpenMP parallel loops in C++ are fine)",
+        )
+    if kwargs is None:
+        return _real_start_new_thread(function, args)
+    return _real_start_new_thread(function, args, kwargs)
+
+
+def _writing_caller_is_trusted() -> bool:
+    frame = sys._getframe(2)  # skip the hook and its helper
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename == __file__:
+            frame = frame.f_back
+            continue
+        # The innermost frame outside the standard library decides: a library that writes on the solution's
+        # behalf through the standard library (io, shutil, tempfile) is still the library.
+        if filename.startswith("<frozen importlib"):
+            return True
+        if filename.startswith("<frozen") or (
+            filename.startswith(sys.base_prefix) and "site-packages" not in filename
+        ):
+            frame = frame.f_back
+            continue
+        return any(marker in filename for marker in _TRUSTED_WRITERS)
+    return False
+
+
+def _open_detail(args: tuple[Any, ...]) -> str | None:
+    path, mode, flags = (list(args) + [None, None, None])[:3]
+    if isinstance(path, int) or path is None:
+        return None
+    path = os.fsdecode(path)
+    real = os.path.realpath(os.path.join(_cwd, path))
+    # Another process's memory, environment or files, through /proc: the harness's parent holds secrets.
+    parts = real.split(os.sep)
+    if len(parts) > 2 and parts[1] == "proc":
+        if parts[2].isdigit() and int(parts[2]) != _pid or parts[-1] in {"mem", "environ", "maps", "pagemap"}:
+            return f"reading {real} looks into process memory or another process; remove it"
+    writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+        isinstance(flags, int) and flags & _WRITE_FLAGS
+    )
+    if not writing or real == os.devnull or real.endswith(".pyc"):
+        return None
+    if real == _cwd or real.startswith(_cwd + os.sep):
+        return None
+    if _writing_caller_is_trusted():
+        return None
+    return (
+        f"writing {real} outside the evaluation's own directory; a solution may write only under its working "
+        "directory (build caches, the evaluator's files and other evaluations are off limits)"
+    )
+
+
 def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
-    if not _installed:
+    global _in_hook
+    if not _installed or _in_hook:
         return
-    detail = _AUDIT_ALWAYS.get(event)
-    if detail is None and _in_forward:
-        detail = _AUDIT_IN_FORWARD.get(event)
-    if detail is None and event == "object.__getattr__" and len(args) >= 2 and args[1] in _FRAME_ATTRS:
-        if _in_forward:
-            detail = f"reading .{args[1]} climbs into the harness's frames"
-    if detail is None and event == "open" and len(args) >= 2 and _in_forward:
-        mode = args[1] if isinstance(args[1], str) else ""
-        if any(c in mode for c in "wax+") and not str(args[0]).endswith(".pyc"):
-            detail = f"writing files in forward is not allowed (opened {args[0]!r} with mode {mode!r})"
-    if detail is None:
-        return
-    _add("forbidden_call", f"{event}: {detail}")
-    raise GuardViolation(f"KernelHub anti-cheat: {event} is not allowed here ({detail})")
-
-
-def install_process_guards() -> None:
-    """Record the identities the harness relies on, the threads alive now, and block introspection.
-
-    Called once in the child, after the harness captured its own references, before the solution is
-    imported. Calling it again does nothing.
-    """
-    global _installed, _watched, _baseline_threads, _baseline_native
-    if _installed:
-        return
-    import json  # noqa: F401  (watched for patching: the harness reports with it)
-    import pickle  # noqa: F401
-
-    # Objects created from here on are not found by gc anyway once get_objects is blocked; freezing moves
-    # the harness's objects out of the collector's generations so a later gc pass does not touch them.
-    gc.freeze()
-    # Entering a dispatch mode imports torch._dynamo lazily: do it now, before the solution can interfere
-    # and before the audit hook would see the imports as the solution's doing.
-    with _BlockTorchCompute(ALLOWED_ATEN_OPS):
-        torch.empty(1)
-    _watched = _snapshot_watched()
-    _baseline_threads = _python_threads()
-    _baseline_native = _native_threads()
-    sys.addaudithook(_audit_hook)
-    _installed = True
+    _in_hook = True
+    try:
+        detail = _AUDIT_ALWAYS.get(event)
+        if detail is None and _in_forward:
+            detail = _AUDIT_IN_FORWARD.get(event)
+            if detail is None and event == "object.__getattr__" and len(args) >= 2 and args[1] in _FRAME_ATTRS:
+                detail = f"reading .{args[1]} climbs into the harness's frames"
+        if detail is None and event == "open":
+            detail = _open_detail(args)
+    finally:
+        _in_hook = False
+    if detail is not None:
+        raise _violation("forbidden_call", f"{event}: {detail}")
 
 
 class _BlockTorchCompute(TorchDispatchMode):
-    """Raises on every aten op that computes, unless the problem allows it."""
+    """Raises on every aten op that computes, unless the problem allows it.
+
+    Sees the ops a C++ extension calls through the dispatcher too (torch::matmul in a load_inline source),
+    because the dispatch mode is thread state, not a Python-level wrapper.
+    """
 
     def __init__(self, allowed: frozenset[str]) -> None:
         super().__init__()
         self.allowed = allowed
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        schema_name = func._schema.name
-        full_name = f"{schema_name}.{func._overloadname}"
-        if schema_name not in self.allowed and full_name not in self.allowed:
-            detail = (
-                f"the forward called the torch op {full_name}; a solution must compute in its own kernel "
-                "(torch fallbacks such as torch.nn.functional, tensor methods, torch.ops.aten, torch.compile "
-                "or the reference Model are not allowed for this problem)"
-            )
-            _add("torch_fallback", detail)
-            raise GuardViolation(f"KernelHub anti-cheat: {detail}")
+        name = func._schema.name
+        if name not in self.allowed and f"{name}.{func._overloadname}" not in self.allowed:
+            raise _violation("torch_fallback", _fallback_detail(f"{name}.{func._overloadname}"))
         return func(*args, **(kwargs or {}))
 
 
+def _fallback_detail(op: str) -> str:
+    return (
+        f"the forward ran the torch op {op}; a solution must compute in its own kernel (torch.nn.functional, "
+        "tensor methods, torch.ops.aten, torch.compile, torch calls from C++ and the reference Model are torch "
+        "fallbacks, not allowed for this problem)"
+    )
+
+
+def install_process_guards() -> None:
+    """Record the identities the harness relies on and the threads alive now; block introspection.
+
+    Called once in the child, after the harness captured its own references, before the solution is
+    imported. Calling it again does nothing.
+    """
+    global _installed, _watched, _precision, _baseline_threads, _baseline_native, _cwd, _pid
+    if _installed:
+        return
+    import json  # noqa: F401  (imported so that its functions are watched: the harness reports with them)
+    import math  # noqa: F401
+    import socket  # noqa: F401
+    import statistics  # noqa: F401
+
+    # Entering a dispatch mode imports torch._dynamo lazily, which also wraps a few torch functions, and
+    # the first profiler use initialises it: do both now, before the identities are recorded and before
+    # the solution can interfere.
+    with _BlockTorchCompute(ALLOWED_ATEN_OPS):
+        torch.empty(1)
+    with torch.autograd.profiler.profile(use_kineto=False):
+        torch.empty(1)
+    _watched = _snapshot_watched()
+    for name, read in _PRECISION_SETTINGS.items():
+        try:
+            _precision[name] = read()
+        except Exception:  # noqa: BLE001 - a setting this torch build lacks is simply not watched
+            pass
+    _baseline_threads = _python_threads()
+    _baseline_native = _native_threads()
+    _cwd = os.path.realpath(os.getcwd())
+    _pid = os.getpid()
+    _thread.start_new_thread = _guarded_start_new_thread
+    threading._start_new_thread = _guarded_start_new_thread  # type: ignore[attr-defined]
+    sys.addaudithook(_audit_hook)
+    _installed = True
+
+
 def _allowed_ops(policy: dict) -> frozenset[str]:
-    extra = policy.get("allow_torch") or []
     names = set()
-    for name in extra:
+    for name in policy.get("allow_torch") or []:
         name = str(name)
         names.add(name if "::" in name else f"aten::{name}")
     return ALLOWED_ATEN_OPS | names
@@ -267,34 +404,74 @@ def _allowed_ops(policy: dict) -> frozenset[str]:
 def forward_guard(policy: dict) -> Iterator[None]:
     """Wrap one call of the solution's forward.
 
-    policy keys (all optional): "allow_torch" (list of aten op names, "aten::mm" or "aten::mm.default"),
-    "block_torch" (default True: torch compute ops raise), "check_stream" (default True on CUDA).
+    policy keys, all optional:
+    - "allow_torch": aten op names the problem allows ("aten::mm" or "aten::mm.default"; "mm" means aten::mm);
+    - "block_torch" (default True): torch compute ops raise GuardViolation and are recorded;
+    - "record_ops" (default True): also list every op run through torch's profiler hooks, which see ops a C++
+      extension calls with the Python dispatch key excluded. About 0.5 ms per call: the harness may turn it
+      off for timed calls whose inputs are also checked;
+    - "check_stream" (default True): on CUDA, the current stream after the call must be the default stream.
     """
-    global _in_forward, _forward_calls
+    global _in_forward
+    allowed = _allowed_ops(policy)
     block = policy.get("block_torch", True)
-    cuda_ready = torch.cuda.is_available() and torch.cuda.is_initialized()
-    stream_before = torch.cuda.current_stream() if cuda_ready else None
-    mode = _BlockTorchCompute(_allowed_ops(policy)) if block else contextlib.nullcontext()
-    _in_forward += 1
+    record = policy.get("record_ops", True) and block
+    mode = _BlockTorchCompute(allowed) if block else None
+    stack_depth = torch._C._len_torch_dispatch_stack()
+    profiler = torch.autograd.profiler.profile(use_kineto=False) if record else None
     try:
-        with mode:
-            yield
+        with contextlib.ExitStack() as stack:
+            if profiler is not None:
+                stack.enter_context(profiler)
+            if mode is not None:
+                stack.enter_context(mode)
+            _in_forward += 1
+            try:
+                yield
+            finally:
+                _in_forward -= 1
+                if mode is not None and (
+                    _get_current_dispatch_mode() is not mode
+                    or torch._C._len_torch_dispatch_stack() != stack_depth + 1
+                ):
+                    _add(
+                        "guard_tampered",
+                        "the forward changed torch's dispatch mode stack (the evaluator's op guard); remove the "
+                        "code that pushes or pops dispatch modes",
+                    )
     finally:
-        _in_forward -= 1
-        _forward_calls += 1
-        _after_forward(policy, stream_before)
+        # Also when the forward raised: a solution that catches nothing still gets its findings recorded.
+        if profiler is not None:
+            _check_profiled_ops(profiler, allowed)
+        _after_forward(policy)
 
 
-def _after_forward(policy: dict, stream_before: Any) -> None:
+def _check_profiled_ops(profiler: Any, allowed: frozenset[str]) -> None:
+    # The profiler names ops without their overload: an allowed overload allows the op here.
+    allowed_names = {name.split(".")[0] for name in allowed}
+    try:
+        events = profiler.function_events
+    except Exception:  # noqa: BLE001 - a profiler someone stopped from inside gives no events
+        _add("guard_tampered", "the evaluator's op recorder was stopped during forward; do not touch torch's profiler")
+        return
+    for event in events:
+        # Only the ops the forward called itself: an allowed op's own sub-ops are torch's business.
+        parent = event.cpu_parent
+        if parent is not None and parent.name.startswith("aten::"):
+            continue
+        if event.name.startswith("aten::") and event.name not in allowed_names:
+            _add("torch_fallback", _fallback_detail(event.name))
+
+
+def _after_forward(policy: dict) -> None:
     global _native_frozen, _baseline_native
     _check_watched()
     new_py = _python_threads() - _baseline_threads
-    alive = [t for t in threading.enumerate() if t.ident in new_py and t.is_alive()]
+    alive = sorted(t.name for t in threading.enumerate() if t.ident in new_py and t.is_alive())
     if alive:
-        names = ", ".join(sorted(t.name for t in alive))
         _add(
             "background_thread",
-            f"threads started by the solution are still running after forward returned ({names}); "
+            f"threads started by the solution are still running after forward returned ({', '.join(alive)}); "
             "all work must finish inside forward",
         )
     # Native thread pools (OpenMP, torch's intra-op pool) start on the first call; after it, the set of
@@ -311,30 +488,26 @@ def _after_forward(policy: dict, stream_before: Any) -> None:
         )
         _baseline_native |= native
     if policy.get("check_stream", True) and torch.cuda.is_available() and torch.cuda.is_initialized():
-        current = torch.cuda.current_stream()
-        if current != torch.cuda.default_stream() or (stream_before is not None and current != stream_before):
+        if torch.cuda.current_stream() != torch.cuda.default_stream():
             _add(
                 "stream_switch",
                 "forward returned with a non-default CUDA stream current; launch on the current stream "
-                "(torch.cuda.current_stream()) or synchronise your streams with it before returning",
+                "(torch.cuda.current_stream()) and leave it current",
             )
     if sys.gettrace() is not None or sys.getprofile() is not None:
         _add("tracer_installed", "a trace or profile function was installed; remove it")
-    if builtins.print is not _watched.get("builtins.print", builtins.print):
-        _add("timer_or_harness_patched", "builtins.print was replaced; do not patch builtins")
 
 
 def integrity_report() -> list[dict]:
-    """Findings gathered so far; a final check of the watched identities and threads is made now."""
+    """Findings gathered so far, after a last check of the watched identities and threads."""
     if _installed:
         _check_watched()
         new_py = _python_threads() - _baseline_threads
-        alive = [t for t in threading.enumerate() if t.ident in new_py and t.is_alive()]
+        alive = sorted(t.name for t in threading.enumerate() if t.ident in new_py and t.is_alive())
         if alive:
             _add(
                 "background_thread",
-                "threads started by the solution are still running at the end ("
-                + ", ".join(sorted(t.name for t in alive))
-                + "); all work must finish inside forward",
+                f"threads started by the solution are still running at the end ({', '.join(alive)}); "
+                "all work must finish inside forward",
             )
     return [dict(f) for f in _findings]
