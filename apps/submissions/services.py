@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -445,9 +446,14 @@ def evaluation_claim(*, evaluation_id: int, runner: Runner, job_token: str) -> E
         status=Evaluation.STATUS_RUNNING, runner=runner, started_at=now, last_progress_at=now, stage="queued",
     )
     if not claimed:
-        claimed = fresh.filter(status=Evaluation.STATUS_RUNNING, runner=runner).update(
-            started_at=now, last_progress_at=now, stage="queued",
+        # A redelivery after the worker died mid-job: counts as an attempt, so a job that kills its worker
+        # every time ends failed instead of looping.
+        claimed = fresh.filter(status=Evaluation.STATUS_RUNNING, runner=runner,
+                               attempt__lt=settings.JOB_MAX_ATTEMPTS).update(
+            started_at=now, last_progress_at=now, stage="queued", attempt=F("attempt") + 1,
         )
+        if not claimed and evaluation.status == Evaluation.STATUS_RUNNING and evaluation.runner_id == runner.pk:
+            evaluation_requeue(evaluation=evaluation, reason="the runner's worker died during the job")
     if not claimed:
         evaluation.refresh_from_db()
         raise JobRefused(f"Job {evaluation.pk} is {evaluation.status}; it cannot be claimed.")

@@ -1,0 +1,350 @@
+"""The runner host's Celery side: the task `gpu_runner.evaluate_job`, and `python -m gpu_runner serve`.
+
+The site sends `gpu_runner.evaluate_job` to the queue `pool.<slug>` with one kwarg `job` (docs/ARCHITECTURE.md).
+This module is a Celery app of its own: runner hosts do not install the site, and it imports nothing from it.
+
+`serve` asks the site who this runner is (GET /api/v1/runners/me/: pool, queue, broker, limits), then starts one
+Celery worker per GPU, pinned with CUDA_VISIBLE_DEVICES (one worker for a CPU pool), each with prefetch 1,
+acks_late and reject_on_worker_lost, so that a job is taken off the queue only once it is finished and comes
+back if its worker dies. It heartbeats for the host and restarts a worker that exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from celery import Celery
+from celery.exceptions import SoftTimeLimitExceeded
+
+from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
+
+logger = logging.getLogger("gpu_runner.worker")
+
+JOB_KEYS = ("evaluation_id", "job_token", "attempt", "problem_slug", "problem_source", "solution_source",
+            "language", "device", "seed")
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    try:
+        return int(value) if value else default
+    except ValueError:
+        raise SystemExit(f"{name}={value!r}: an integer is expected.") from None
+
+
+SOFT_TIME_LIMIT_S = _env_int("KERNELHUB_SOFT_TIME_LIMIT_S", 1800)
+
+app = Celery("gpu_runner")
+app.conf.update(
+    broker_url=os.environ.get("KERNELHUB_BROKER_URL") or None,
+    broker_connection_retry_on_startup=True,
+    # Longer than the hard time limit, so the broker never hands a running job to a second worker.
+    broker_transport_options={"visibility_timeout": _env_int("KERNELHUB_VISIBILITY_TIMEOUT_S", 3 * 3600)},
+    task_ignore_result=True,
+    result_backend=None,
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    worker_concurrency=1,
+    task_soft_time_limit=SOFT_TIME_LIMIT_S,
+    task_time_limit=_env_int("KERNELHUB_TIME_LIMIT_S", int(SOFT_TIME_LIMIT_S * 1.2)),
+    worker_hijack_root_logger=False,
+)
+
+
+def timeout_result(message: str) -> dict[str, Any]:
+    return {"verdict": "timeout", "correct": False, "runtime_us": None, "eager_us": None, "compile_us": None,
+            "speedup_vs_eager": None, "speedup_vs_compile": None, "message": message}
+
+
+class _KeepAlive(threading.Thread):
+    """Re-posts the current stage every few seconds: a long build or timing run is not silence."""
+
+    def __init__(self, client: SiteClient, evaluation_id: int, job_token: str, every_s: float) -> None:
+        super().__init__(daemon=True, name=f"keepalive-{evaluation_id}")
+        self.client, self.evaluation_id, self.job_token, self.every_s = client, evaluation_id, job_token, every_s
+        self.stage = ""
+        self.lost = False  # the site took the job back: its result would be refused
+        self.stopped = threading.Event()
+
+    def report(self, stage: str) -> None:
+        self.stage = stage
+        self._post()
+
+    def _post(self) -> None:
+        if not self.stage or self.lost:
+            return
+        try:
+            self.client.stage(self.evaluation_id, self.job_token, self.stage)
+        except SiteRefused as e:
+            self.lost = True
+            logger.warning("Job %s was taken back by the site: %s", self.evaluation_id, e.message)
+        except SiteError as e:
+            logger.warning("Could not report stage of job %s: %s", self.evaluation_id, e)
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every_s):
+            self._post()
+
+
+def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.0) -> str:
+    """Claim, evaluate, report. Returns what happened: refused, done, lost or gave_up."""
+    missing = [key for key in JOB_KEYS if key not in job]
+    if missing:
+        logger.error("Dropping a malformed job (missing %s).", ", ".join(missing))
+        return "refused"
+    evaluation_id, token = int(job["evaluation_id"]), str(job["job_token"])
+    try:
+        client.claim(evaluation_id, token)
+    except SiteRefused as e:
+        # The normal fate of a stale message: the job was re-queued with a new token, or is finished.
+        logger.info("Job %s not claimed: %s", evaluation_id, e.message)
+        return "refused"
+    keepalive = _KeepAlive(client, evaluation_id, token, keepalive_s)
+    keepalive.start()
+    try:
+        # Imported here: the evaluator pulls in torch, which the site's tests of this module do not need.
+        from gpu_runner.evaluate import evaluate
+
+        result = evaluate(job["problem_source"], job["solution_source"], device=job["device"],
+                          seed=int(job["seed"]), on_stage=keepalive.report)
+    except SoftTimeLimitExceeded:
+        result = timeout_result(f"The evaluation took longer than this runner's limit of {SOFT_TIME_LIMIT_S} s "
+                                "(building, checking and timing together).")
+    except Exception as e:  # noqa: BLE001 - the evaluator failed, not the solution: hand the job back
+        logger.exception("The evaluator failed on job %s", evaluation_id)
+        keepalive.stopped.set()
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        try:
+            client.fail(evaluation_id, token, f"evaluator error on {socket.gethostname()}: {detail}")
+        except SiteError as refused:
+            logger.warning("Could not hand job %s back: %s", evaluation_id, refused)
+        return "gave_up"
+    finally:
+        keepalive.stopped.set()
+    if keepalive.lost:
+        return "lost"
+    try:
+        client.result(evaluation_id, token, result)
+    except SiteRefused as e:
+        logger.warning("Result of job %s refused: %s", evaluation_id, e.message)
+        return "lost"
+    logger.info("Job %s done: %s", evaluation_id, result.get("verdict"))
+    return "done"
+
+
+@app.task(name="gpu_runner.evaluate_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def evaluate_job(job: dict[str, Any]) -> str:
+    client = SiteClient(os.environ.get("KERNELHUB_SITE_URL", ""), os.environ.get("KERNELHUB_RUNNER_TOKEN", ""))
+    try:
+        return run_job(client, job, keepalive_s=_env_int("KERNELHUB_KEEPALIVE_S", 30))
+    finally:
+        client.close()
+
+
+# --- python -m gpu_runner serve ----------------------------------------------------------------------------
+
+def gpu_indices() -> list[int]:
+    """The GPUs NVML sees (all of them: CUDA_VISIBLE_DEVICES of this process is ignored on purpose)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return list(range(pynvml.nvmlDeviceGetCount()))
+    except Exception:  # noqa: BLE001 - no driver or no NVML: ask torch
+        pass
+    try:
+        import torch
+
+        return list(range(torch.cuda.device_count()))
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def host_info() -> dict[str, Any]:
+    from gpu_runner import EVALUATOR_VERSION
+
+    return {"hostname": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
+            "cpu_count": os.cpu_count(), "evaluator_version": EVALUATOR_VERSION}
+
+
+def gpu_telemetry() -> list[dict[str, Any]]:
+    """A short NVML reading per GPU for the heartbeat (the evaluator records its own at timing)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        count = pynvml.nvmlDeviceGetCount()
+    except Exception:  # noqa: BLE001
+        return []
+    readings = []
+    for index in range(count):
+        reading: dict[str, Any] = {"index": index}
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            name = pynvml.nvmlDeviceGetName(handle)
+            reading["name"] = name.decode() if isinstance(name, bytes) else name
+            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            reading["memory_used_mib"] = memory.used // 2**20
+            reading["memory_total_mib"] = memory.total // 2**20
+            reading["temperature_c"] = pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
+            reading["sm_clock_mhz"] = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+            reading["power_w"] = pynvml.nvmlDeviceGetPowerUsage(handle) / 1000
+            reading["utilization_pct"] = pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
+        except Exception as e:  # noqa: BLE001 - a reading this GPU lacks stays out
+            reading["error"] = str(e)
+        readings.append(reading)
+    return readings
+
+
+class WorkerProcess:
+    def __init__(self, label: str, argv: list[str], env: dict[str, str]) -> None:
+        self.label, self.argv, self.env = label, argv, env
+        self.process: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+        self.started_at = 0.0
+
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+        self.process = subprocess.Popen(self.argv, env=self.env)
+        logger.info("Started worker %s (pid %s)", self.label, self.process.pid)
+
+    def state(self) -> dict[str, Any]:
+        alive = self.process is not None and self.process.poll() is None
+        return {"label": self.label, "pid": self.process.pid if self.process else None, "alive": alive,
+                "restarts": self.restarts, "cuda_visible_devices": self.env.get("CUDA_VISIBLE_DEVICES", "")}
+
+
+def worker_processes(*, config: dict[str, Any], site_url: str, secret: str, pool_workers: int | None,
+                     loglevel: str) -> list[WorkerProcess]:
+    if config["device"] == "cuda":
+        gpus = gpu_indices()
+        if not gpus:
+            raise SystemExit(f"Pool {config['pool']} evaluates on CUDA, but this host has no GPU that NVML or torch "
+                             "can see. Run this runner on a GPU host, or create a runner of the cpu pool.")
+        pins = [str(i) for i in (gpus[:pool_workers] if pool_workers else gpus)]
+    else:
+        pins = [""] * (pool_workers or 1)
+    host = socket.gethostname()
+    workers = []
+    for index, pin in enumerate(pins):
+        label = f"gpu{pin}" if pin else f"cpu{index}"
+        env = dict(os.environ)
+        env.update({
+            "KERNELHUB_SITE_URL": site_url,
+            "KERNELHUB_RUNNER_TOKEN": secret,
+            "KERNELHUB_BROKER_URL": config["broker_url"],
+            "KERNELHUB_SOFT_TIME_LIMIT_S": str(config["soft_time_limit_s"]),
+            "KERNELHUB_TIME_LIMIT_S": str(config["time_limit_s"]),
+            "KERNELHUB_VISIBILITY_TIMEOUT_S": str(config["visibility_timeout_s"]),
+            "KERNELHUB_KEEPALIVE_S": str(config["keepalive_s"]),
+            # One GPU per worker; a CPU worker sees none, so nothing it runs can reach a GPU.
+            "CUDA_VISIBLE_DEVICES": pin,
+        })
+        argv = [sys.executable, "-m", "celery", "-A", "gpu_runner.worker", "worker", "-Q", config["queue"],
+                "-c", "1", "-P", "prefork", "--prefetch-multiplier", "1", "--without-gossip", "--without-mingle",
+                "-n", f"{config['name']}-{label}@{host}", "-l", loglevel]
+        workers.append(WorkerProcess(label, argv, env))
+    return workers
+
+
+def serve_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpu_runner serve",
+                                     description="Serve a KernelHub pool: one Celery worker per GPU (one for CPU).")
+    parser.add_argument("--site", default=os.environ.get("KERNELHUB_SITE_URL", ""),
+                        help="The site's base URL, e.g. https://kernelhub.example (env KERNELHUB_SITE_URL).")
+    parser.add_argument("--token", default=os.environ.get("KERNELHUB_RUNNER_TOKEN", ""),
+                        help="The runner's secret from `manage.py create_runner` (env KERNELHUB_RUNNER_TOKEN).")
+    parser.add_argument("--pool-workers", type=int, default=None,
+                        help="Worker processes: default one per GPU for a CUDA pool, one for the cpu pool.")
+    parser.add_argument("--loglevel", default="info")
+    parser.add_argument("--shutdown-grace", type=float, default=30.0,
+                        help="Seconds a worker may take to finish its job on SIGTERM before it is stopped cold "
+                             "(its job then goes back to the queue).")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.loglevel.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not args.site or not args.token:
+        parser.error("--site and --token are required (or KERNELHUB_SITE_URL and KERNELHUB_RUNNER_TOKEN).")
+    if args.pool_workers is not None and args.pool_workers < 1:
+        parser.error("--pool-workers must be 1 or more.")
+    try:
+        client = SiteClient(args.site, args.token, retry_for_s=300)
+        config = client.me()
+    except (ValueError, SiteError) as e:
+        print(f"Cannot start: {e}", file=sys.stderr)
+        return 2
+    if config.get("is_disabled"):
+        print(f"Runner {config['name']} is disabled on the site.", file=sys.stderr)
+        return 2
+    workers = worker_processes(config=config, site_url=args.site, secret=args.token,
+                               pool_workers=args.pool_workers, loglevel=args.loglevel)
+    logger.info("Runner %s serving %s (%s) with %d worker(s)", config["name"], config["queue"], config["device"],
+                len(workers))
+
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    for worker in workers:
+        worker.start()
+    next_heartbeat = 0.0
+    try:
+        while not stopping.is_set():
+            for worker in workers:
+                if worker.process is not None and worker.process.poll() is not None:
+                    # Restart at most once every 5 s, so a worker that cannot start does not spin.
+                    if time.monotonic() - worker.started_at > 5:
+                        logger.warning("Worker %s exited with %s; restarting it", worker.label,
+                                       worker.process.returncode)
+                        worker.restarts += 1
+                        worker.start()
+            if time.monotonic() >= next_heartbeat:
+                next_heartbeat = time.monotonic() + float(config.get("heartbeat_s", 30))
+                try:
+                    client.heartbeat(host_info=host_info(),
+                                     telemetry={"workers": [w.state() for w in workers], "gpus": gpu_telemetry()})
+                except SiteRefused as e:
+                    logger.error("The site refused this runner's heartbeat (%s): stopping.", e.message)
+                    stopping.set()
+                except SiteError as e:
+                    logger.warning("Heartbeat failed: %s", e)
+            stopping.wait(1.0)
+    finally:
+        _stop_workers(workers, grace_s=args.shutdown_grace)
+        client.close()
+    return 0
+
+
+def _stop_workers(workers: list[WorkerProcess], *, grace_s: float) -> None:
+    """SIGTERM (Celery finishes the job in hand), then SIGQUIT (cold: the unacked job returns to the queue)."""
+    running = [w.process for w in workers if w.process is not None and w.process.poll() is None]
+    for process in running:
+        process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for sig, wait_s in ((None, grace_s), (signal.SIGQUIT, 10.0), (signal.SIGKILL, 10.0)):
+        if sig is not None:
+            for process in running:
+                if process.poll() is None:
+                    process.send_signal(sig)
+            deadline = time.monotonic() + wait_s
+        for process in running:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        if all(process.poll() is not None for process in running):
+            return
