@@ -101,7 +101,9 @@ def problem_file_read(*, path: Path, source: str) -> ProblemFileInfo:
                 raise ProblemError(f"{path}: KERNELHUB must be a dict.")
     level = metadata.get("level")
     if level is None:
-        match = re.search(r"level(\d+)", str(path.parent))
+        # The nearest folder named levelN: a checkout under a path such as /tmp/level0-tests/ must not count.
+        match = next((m for part in reversed(path.parent.parts) if (m := re.fullmatch(r"level(\d+)", part))),
+                     None)
         level = int(match.group(1)) if match else 1
     if not isinstance(level, int) or not 1 <= level <= 9:
         raise ProblemError(f"{path}: level must be an integer from 1 to 9, not {level!r}.")
