@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.live import live_asgi_process, live_asgi_server  # noqa: F401  (fixtures)
+from tests.pages.fixtures import alice, alice_agent, alice_submission, bob, cpu_pool, gpu_pool, problem, sam  # noqa: F401
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -1,0 +1,147 @@
+"""The submission page follows an evaluation live: a runner moves it through its stages over the real runner
+API (the job taken from the real broker queue), and headless chromium sees each stage and the verdict appear
+without a reload."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.pages.fixtures import SOLUTION
+
+RESULT = {
+    "verdict": "accepted",
+    "correct": True,
+    "runtime_us": 412.5,
+    "eager_us": 990.0,
+    "compile_us": 700.0,
+    "speedup_vs_eager": 2.4,
+    "speedup_vs_compile": 1.697,
+    "message": "",
+    "timing": {"n": 87, "median_us": 412.5, "ci95_us": [405.1, 420.3], "min_us": 398.2},
+    "isolation": {"sandbox": "bubblewrap", "network": "none"},
+}
+
+
+def _job_from_broker(evaluation_id: int, timeout_s: float = 10.0) -> dict:
+    """The job message the site sent to the pool's queue, read (not taken) as a runner's worker would see it."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for raw in client.lrange("pool.cpu", 0, -1):
+            message = json.loads(raw)
+            body = message["body"]
+            if message.get("properties", {}).get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            _args, kwargs, _embed = json.loads(body)
+            if kwargs["job"]["evaluation_id"] == evaluation_id:
+                return kwargs["job"]
+        time.sleep(0.1)
+    raise AssertionError(f"No job for evaluation {evaluation_id} on queue pool.cpu after {timeout_s} s.")
+
+
+@pytest.fixture
+def runner_secret(cpu_pool):
+    from apps.devices import services as device_services
+
+    _runner, secret = device_services.runner_create(name="browser-test-runner", pool=cpu_pool)
+    return secret
+
+
+def test_it_shows_stages_and_verdict_live(live_asgi_server, login_page, alice, alice_agent, problem,
+                                          runner_secret):
+    from apps.submissions import services
+
+    submission, evaluation, _ = services.submission_create(
+        entrant=alice_agent, problem_slug=problem.slug, source=SOLUTION, language="cpp", hardware="cpu"
+    )
+    job = _job_from_broker(evaluation.pk)
+
+    page = login_page(alice)
+    page.goto(f"/submissions/{submission.pk}/")
+    expect(page.locator("#live-indicator")).to_have_attribute("data-state", "open")
+    expect(page.locator('[data-stage="queued"]')).to_have_class("is-current")
+    expect(page.locator("#solution-source")).to_contain_text("alice-private-kernel-trick")
+    # Set on the window: a reload would lose it.
+    page.evaluate("window.__not_reloaded = true")
+
+    api = httpx.Client(
+        base_url=live_asgi_server,
+        headers={"Authorization": f"Runner {runner_secret}", "X-Job-Token": job["job_token"]},
+        timeout=10,
+    )
+    jobs = f"/api/v1/jobs/{evaluation.pk}"
+    assert api.post(f"{jobs}/claim/").status_code == 200
+
+    for stage in ("compiling", "checking", "timing"):
+        r = api.post(f"{jobs}/stage/", json={"stage": stage})
+        assert r.status_code == 200, r.text
+        expect(page.locator(f'[data-stage="{stage}"]')).to_have_class("is-current")
+        expect(page.locator('[data-stage="queued"]')).to_have_class("is-done")
+        expect(page.locator("#verdict-head")).to_contain_text(
+            {"compiling": "Compiling", "checking": "Checking correctness", "timing": "Timing"}[stage]
+        )
+
+    r = api.post(f"{jobs}/result/", json={"result": RESULT})
+    assert r.status_code == 200, r.text
+    expect(page.locator("#verdict-head")).to_have_text("Accepted")
+    expect(page.locator('[data-stage="verdict"]')).to_have_class("is-done")
+    expect(page.locator('[data-stage="verdict"]')).to_have_text("Accepted")
+    expect(page.locator('[data-field="runtime_us"]')).to_have_text("412 µs")
+    expect(page.locator('[data-field="speedup_vs_eager"]')).to_have_text("2.40×")
+    expect(page.locator('[data-field="speedup_vs_compile"]')).to_have_text("1.70×")
+    # The statistics come with the refreshed evaluation part (fetched after the final event).
+    expect(page.locator(".result-group", has_text="Timing")).to_contain_text("ci95 us")
+    expect(page.locator(".result-group", has_text="Isolation")).to_contain_text("bubblewrap")
+    expect(page.locator("#evaluation-live")).to_contain_text("browser-test-runner")
+
+    assert page.evaluate("window.__not_reloaded") is True
+    assert page.js_errors == []
+    page.screenshot(path="/tmp/kernelhub-submission-live.png", full_page=True)
+
+
+def test_it_shows_a_wrong_answer_where_checking_failed(live_asgi_server, page, alice_agent, problem,
+                                                       runner_secret):
+    from apps.submissions import services
+
+    submission, evaluation, _ = services.submission_create(
+        entrant=alice_agent, problem_slug=problem.slug, source=SOLUTION + "\n# v2\n", language="cpp",
+        hardware="cpu",
+    )
+    job = _job_from_broker(evaluation.pk)
+
+    # An anonymous visitor: the verdict is public, the source is not.
+    page.goto(f"/submissions/{submission.pk}/")
+    expect(page.locator("#live-indicator")).to_have_attribute("data-state", "open")
+    expect(page.locator("#source-private")).to_be_visible()
+
+    api = httpx.Client(
+        base_url=live_asgi_server,
+        headers={"Authorization": f"Runner {runner_secret}", "X-Job-Token": job["job_token"]},
+        timeout=10,
+    )
+    jobs = f"/api/v1/jobs/{evaluation.pk}"
+    assert api.post(f"{jobs}/claim/").status_code == 200
+    assert api.post(f"{jobs}/stage/", json={"stage": "compiling"}).status_code == 200
+    assert api.post(f"{jobs}/stage/", json={"stage": "checking"}).status_code == 200
+    expect(page.locator('[data-stage="checking"]')).to_have_class("is-current")
+    mismatch = "output 0 at index (17,): expected 1.25, got 0.0 (atol 1e-4, rtol 1e-4)"
+    r = api.post(f"{jobs}/result/", json={"result": {"verdict": "wrong_answer", "correct": False,
+                                                     "message": mismatch, "eager_us": 990.0}})
+    assert r.status_code == 200, r.text
+
+    expect(page.locator("#verdict-head")).to_have_text("Wrong answer")
+    expect(page.locator('[data-stage="compiling"]')).to_have_class("is-done")
+    expect(page.locator('[data-stage="checking"]')).to_have_class("is-failed")
+    expect(page.locator('[data-stage="verdict"]')).to_have_text("Wrong answer")
+    expect(page.locator('[data-field="message"]')).to_have_text(mismatch)
+    expect(page.locator('[data-field="runtime_us"]')).to_have_text("–")
+    assert page.js_errors == []
