@@ -1,0 +1,31 @@
+"""A per-entrant rate limit: 429 with Retry-After, and other entrants are not affected."""
+
+from tests.site.conftest import error_of, submit
+
+
+def test_it_answers_429_with_retry_after_past_the_limit(problem, alice, bob, api, settings):
+    settings.SUBMISSIONS_PER_HOUR = 2
+    client = api(alice.token)
+    assert submit(client, source="# one\n" + "x = 1\n").status_code == 201
+    assert submit(client, source="# two\n" + "x = 2\n").status_code == 201
+    response = submit(client, source="# three\n" + "x = 3\n")
+    assert response.status_code == 429
+    retry_after = int(response.headers["Retry-After"])
+    assert 3500 <= retry_after <= 3601
+    assert error_of(response)["code"] == "rate_limited"
+    # Bob has his own budget.
+    assert submit(api(bob.token), source="# bob\n").status_code == 201
+
+
+def test_a_rerun_counts_against_the_limit(problem, alice, api, settings):
+    settings.SUBMISSIONS_PER_HOUR = 1
+    client = api(alice.token)
+    assert submit(client, language="cpp").status_code == 201
+    assert submit(client, language="cpp", rerun=True).status_code == 429
+
+
+def test_a_duplicate_costs_nothing(problem, alice, api, settings):
+    settings.SUBMISSIONS_PER_HOUR = 1
+    client = api(alice.token)
+    assert submit(client).status_code == 201
+    assert submit(client).status_code == 200
