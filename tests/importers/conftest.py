@@ -99,3 +99,41 @@ def llm(db):
 
     entrant, _ = entrant_create(name="Frontier LLM X", kind="llm", model_name="x-large")
     return entrant
+
+
+@pytest.fixture
+def published_world(suite, tmp_path_factory):
+    """Three entrants with finished evaluations: one publishes its sources, one keeps them private, and one
+    is private but submitted to a problem whose reveal date has passed."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.submissions.models import Evaluation, Problem
+    from apps.submissions.services import entrant_create, submission_create
+
+    public, _ = entrant_create(name="Open Agent", kind="agent")
+    public.sources_public = True
+    public.save()
+    private, _ = entrant_create(name="Closed LLM", kind="llm", model_name="closed-1", model_version="2026-11")
+    Problem.objects.filter(slug="l3-1-mlp").update(reveal_at=timezone.now() - timedelta(days=1))
+    Problem.objects.filter(slug="l2-7-conv3d-relu-leakyrelu").update(
+        reveal_at=timezone.now() + timedelta(days=30))
+
+    made = {}
+    for key, entrant, slug, variant in [("public", public, "l1-19-relu", 1), ("private", private, "l1-19-relu", 2),
+                                        ("revealed", private, "l3-1-mlp", 3),
+                                        ("not_yet", private, "l2-7-conv3d-relu-leakyrelu", 4)]:
+        submission, evaluation, _ = submission_create(entrant=entrant, problem_slug=slug,
+                                                      source=solution_source(variant), hardware="h200")
+        # What a runner would have reported (the runner protocol has its own tests).
+        Evaluation.objects.filter(pk=evaluation.pk).update(
+            status="done", stage="done", verdict="accepted" if variant % 2 else "compile_error",
+            correct=bool(variant % 2), runtime_us=10.0 * variant if variant % 2 else None, eager_us=100.0,
+            compile_us=80.0, speedup_vs_eager=10.0 / variant if variant % 2 else None,
+            message=f"error: clamp_min({variant}) quoted from the source" if variant % 2 == 0 else "",
+            result={"verdict": "accepted", "timing": {"n": 50, "std_us": 0.1}, "source_excerpt": f"({variant})"},
+            system_info={"device_name": "NVIDIA H200"}, finished_at=timezone.now(),
+        )
+        made[key] = submission
+    return made
