@@ -1,0 +1,60 @@
+"""Django admin for hardware pools and runners.
+
+A runner's secret is shown once by `manage.py create_runner`; here only its hash and prefix, read-only.
+Draining a runner for real (stopping its Celery consumer) is the staff dashboard's job; the flags here are
+what the runner reads from /api/v1/runners/me/.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from apps.devices.models import HardwarePool, Runner
+
+
+@admin.register(HardwarePool)
+class HardwarePoolAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "kind", "device", "language_list", "queue", "is_active")
+    list_filter = ("kind", "device", "is_active")
+    search_fields = ("slug", "name")
+    readonly_fields = ("queue", "created_at")
+
+    @admin.display(description="Languages")
+    def language_list(self, obj: HardwarePool) -> str:
+        return ", ".join(obj.languages or [])
+
+
+@admin.register(Runner)
+class RunnerAdmin(admin.ModelAdmin):
+    list_display = ("name", "pool", "online", "last_heartbeat_at", "is_draining", "is_disabled", "secret_prefix")
+    list_filter = ("pool", "is_draining", "is_disabled")
+    search_fields = ("name", "secret_prefix")
+    list_select_related = ("pool",)
+    readonly_fields = ("secret_hash", "secret_prefix", "last_heartbeat_at", "host_info", "telemetry", "created_at")
+    actions = ["disable", "enable"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A runner's secret must be shown once to whoever installs it: `manage.py create_runner` does that.
+        return False
+
+    @admin.display(boolean=True, description="Online")
+    def online(self, obj: Runner) -> bool:
+        if obj.last_heartbeat_at is None:
+            return False
+        return timezone.now() - obj.last_heartbeat_at < timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
+
+    @admin.action(description="Disable: its secret stops working")
+    def disable(self, request: HttpRequest, queryset: QuerySet[Runner]) -> None:
+        n = queryset.update(is_disabled=True)
+        self.message_user(request, f"Disabled {n} runner(s): their API calls are now refused.")
+
+    @admin.action(description="Enable")
+    def enable(self, request: HttpRequest, queryset: QuerySet[Runner]) -> None:
+        n = queryset.update(is_disabled=False)
+        self.message_user(request, f"Enabled {n} runner(s).")
