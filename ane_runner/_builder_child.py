@@ -1,7 +1,9 @@
 """Harness run in a child process: confine itself, then run a solution's builder and save its package.
 
-Run as `python -I _builder_child.py WORKDIR TIMEOUT_S` by ane_runner.build. WORKDIR holds request.json,
-solution.py and weights.npz; the harness writes out/solution.mlpackage and result.json there, nothing else.
+Started by ane_runner.validate through gpu_runner.sandbox.spawn as
+`python -s -m ane_runner._builder_child WORKDIR CHANNEL_FD` (the channel is unused: results go to files).
+WORKDIR holds request.json, solution.py and weights.npz; the harness writes out/solution.mlpackage and
+result.json there. It confines itself (gpu_runner's lockdown, then Landlock) before it reads the solution.
 """
 
 import json
@@ -11,24 +13,33 @@ import traceback
 from pathlib import Path
 
 _REPO = str(Path(__file__).resolve().parent.parent)
+_isolation: dict = {}
 
 
 def _fail(msg: str) -> None:
-    Path("result.json").write_text(json.dumps({"ok": False, "error": msg[:4000]}))
+    Path("result.json").write_text(json.dumps({"ok": False, "error": msg[:4000], "isolation": _isolation}))
     sys.exit(0)
 
 
 def main() -> None:
     workdir = Path(sys.argv[1]).resolve()
-    cpu_s = int(float(sys.argv[2])) + 5
     os.chdir(workdir)
-    sys.path.insert(0, _REPO)
-    from ane_runner.sandbox import confine_self, limit_self, read_only_roots
+    if os.environ.get("KERNELHUB_LOCKDOWN"):
+        from gpu_runner.sandbox import lockdown
 
-    limit_self(cpu_s=cpu_s, file_bytes=2 << 30)
-    confine_self(write_dir=workdir, read_dirs=read_only_roots())
-    sys.path.remove(_REPO)
-    sys.modules.pop("ane_runner", None)  # the solution sees none of our code beyond this harness
+        _isolation["lockdown"] = lockdown(os.environ["KERNELHUB_LOCKDOWN"])
+        os.chdir(workdir)  # the old cwd is the read-only mount underneath the new bind mount
+    from ane_runner.landlock import SandboxUnavailable, confine_self, landlock_abi, read_only_roots
+
+    try:
+        confine_self(write_dir=workdir, read_dirs=read_only_roots())
+        _isolation["landlock"] = f"abi {landlock_abi()}: reads of system and Python files only, writes to its dir"
+    except SandboxUnavailable as exc:
+        _isolation["landlock"] = f"not in force ({exc})"
+    # the solution imports none of our code: the repository is not on its path (and not readable)
+    sys.path[:] = [p for p in sys.path if p not in (_REPO, str(workdir), "", ".")]
+    for name in [m for m in sys.modules if m.split(".")[0] in ("ane_runner", "gpu_runner")]:
+        del sys.modules[name]
 
     import numpy as np
 
@@ -64,8 +75,12 @@ def main() -> None:
 
     try:
         if isinstance(built, Program):
+            # coremltools 9's fuse_elementwise_to_batchnorm breaks on fp16 programs (fp32 mean, fp16 gamma)
+            pipeline = ct.PassPipeline.DEFAULT
+            pipeline.remove_passes({"common::fuse_elementwise_to_batchnorm"})
             built = ct.convert(built, convert_to="mlprogram", compute_precision=ct.precision.FLOAT16,
-                               minimum_deployment_target=ct.target.macOS15, skip_model_load=True)
+                               minimum_deployment_target=ct.target.macOS15, pass_pipeline=pipeline,
+                               skip_model_load=True)
         if not isinstance(built, ct.models.MLModel):
             _fail(f"build() must return a coremltools MLModel or a MIL Program, not {type(built).__name__}")
         if built.get_spec().WhichOneof("Type") != "mlProgram":
@@ -75,7 +90,7 @@ def main() -> None:
         raise
     except BaseException:
         _fail("converting or saving the solution's model failed:\n" + traceback.format_exc(limit=-3))
-    Path("result.json").write_text(json.dumps({"ok": True, "kind": kind}))
+    Path("result.json").write_text(json.dumps({"ok": True, "kind": kind, "isolation": _isolation}))
 
 
 def _convert_model_new(cls, init_inputs, weights, shapes, ct):  # type: ignore[no-untyped-def]

@@ -1,25 +1,21 @@
-"""Confinement of a solution's Python builder on Linux, with Landlock (unprivileged, kernel >= 5.13).
+"""Landlock confinement for a solution's Python builder, on top of gpu_runner's sandbox.
 
-The child is our own harness (`_builder_child.py`): it confines itself before it reads the solution, so
-nothing untrusted runs unconfined and the parent needs no `preexec_fn` (unsafe in threaded servers).
-In force: a scrubbed environment; reads only of the interpreter, the venv, system libraries and its own
-directory; writes only to its own directory (and /dev/null); no TCP bind or connect (Landlock ABI >= 4);
-no abstract unix sockets or signals outside itself (ABI >= 6); no ptrace or /proc/<pid>/environ of other
-processes (Landlock's scoping); a CPU, file-size and wall-clock limit; its own session, killed as a group.
-Not covered: connecting to a pathname unix socket whose path it knows (Landlock does not mediate that).
-Where Landlock is missing the builder does not run (fail closed).
+gpu_runner.sandbox starts the child (fresh session, allowlisted environment, rlimits, wall clock, and where
+permitted new network/mount/PID namespaces with a read-only file system). It does not stop reads, and a
+builder receives the problem's weights only: nothing else on the host is its business. So the harness
+(`_builder_child.py`) also confines itself with Landlock (unprivileged, Linux >= 5.13) before it reads the
+solution: reads only of the interpreter, its packages, system libraries and its own directory; writes only
+to its own directory; no TCP bind or connect (ABI >= 4); no abstract unix sockets or signals outside itself
+(ABI >= 6); no ptrace or /proc/<pid>/environ of other processes (Landlock's scoping). What was in force is
+recorded in the validation report. Not covered by Landlock: connecting to a pathname unix socket.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import resource
-import signal
-import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass
 from pathlib import Path
 
 _SYS_CREATE_RULESET = 444
@@ -119,52 +115,3 @@ def confine_self(*, write_dir: Path, read_dirs: list[Path]) -> None:
     if libc.syscall(_SYS_RESTRICT_SELF, fd, ctypes.c_uint32(0)) != 0:
         raise SandboxUnavailable(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
     os.close(fd)
-
-
-def limit_self(*, cpu_s: int, file_bytes: int) -> None:
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-@dataclass
-class ChildResult:
-    returncode: int | None  # None: killed at the time limit
-    stdout: str
-    stderr: str
-
-
-def scrubbed_env(workdir: Path) -> dict[str, str]:
-    """No inherited variables: tokens, database and broker URLs live in the parent's environment."""
-    return {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(workdir),
-        "TMPDIR": str(workdir / "tmp"),
-        "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "0",
-        "OMP_NUM_THREADS": "1",
-        "TQDM_DISABLE": "1",
-    }
-
-
-def run_child(argv: list[str], *, workdir: Path, timeout_s: float, max_output: int = 64_000) -> ChildResult:
-    """Run our harness in `workdir`, in its own session; kill the whole group at the time limit."""
-    (workdir / "tmp").mkdir(exist_ok=True)
-    proc = subprocess.Popen(
-        argv, cwd=workdir, env=scrubbed_env(workdir), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-        rc: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        rc = None
-    else:
-        try:  # anything it left running in its session goes too
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return ChildResult(rc, out[-max_output:].decode(errors="replace"), err[-max_output:].decode(errors="replace"))

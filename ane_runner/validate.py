@@ -4,14 +4,24 @@ baseline. Runs on Linux (coremltools converts there; it cannot predict there).""
 from __future__ import annotations
 
 import json
-import sys
+import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from gpu_runner import sandbox
+
 from . import mil
-from .package import PackageError, package_find, package_spec, package_unzip, package_weights_bytes, package_zip
+from .package import (
+    PackageError,
+    package_find,
+    package_spec,
+    package_unzip,
+    package_weights_bytes,
+    package_zip,
+)
 from .problem import (
     DIGEST_INPUT_SEED,
     WEIGHTS_SEED,
@@ -23,10 +33,10 @@ from .problem import (
     reference_outputs,
     weights_npz_bytes,
 )
-from .sandbox import landlock_abi, run_child
 
 BUILD_TIMEOUT_S = 300
-_CHILD = Path(__file__).with_name("_builder_child.py")
+# torch and coremltools map about 2 GiB of address space on import; a builder gets room for its weights.
+BUILD_MEMORY_BYTES = 12 << 30
 
 
 def solution_kind(data: bytes, name: str = "") -> str:
@@ -101,49 +111,70 @@ def _solution_package(problem: Problem, solution: bytes, name: str, tmp: Path, r
         report["error"] = msg
         report["issues"].append({"op": None, "rule": "package", "detail": msg})
         return None
-    abi = landlock_abi()
-    conv["sandbox"] = f"landlock abi {abi}" if abi else None
-    if not abi:
-        msg = ("this server cannot confine Python builders (no Landlock): upload a zipped .mlpackage instead, "
-               "or ask the operator to run validation on Linux >= 5.13")
-        report["error"] = msg
-        report["issues"].append({"op": None, "rule": "build", "detail": msg})
-        return None
-    work = tmp / "build"
-    (work / "out").mkdir(parents=True)
-    (work / "solution.py").write_text(source)
-    (work / "weights.npz").write_bytes(weights_npz_bytes(problem))
-    init = list(problem.module.get_init_inputs())
-    (work / "request.json").write_text(json.dumps({
-        "input_shapes": report["reference"]["inputs"],
-        "init_inputs": [x if isinstance(x, int | float | bool | str) else repr(x) for x in init],
-    }))
-    t0 = time.monotonic()
-    child = run_child([sys.executable, "-I", str(_CHILD), str(work), str(timeout_s)], workdir=work,
-                      timeout_s=timeout_s)
-    conv["build_s"] = round(time.monotonic() - t0, 2)
-    result: dict[str, Any] = {}
+    work = sandbox.new_workdir("ane-build-")
     try:
-        raw = (work / "result.json").read_bytes()[:100_000]
-        result = json.loads(raw) if raw else {}
-    except (OSError, ValueError):
-        result = {}
-    if child.returncode is None:
-        msg = f"the builder ran over {timeout_s:.0f} s and was stopped: build the model faster"
-    elif not isinstance(result, dict) or not result.get("ok"):
-        err = result.get("error") if isinstance(result, dict) else None
-        tail = child.stderr.strip().splitlines()[-15:]
-        msg = str(err) if err else "the builder exited without a model:\n" + "\n".join(tail)
-    else:
-        conv["source"] = "builder" if result.get("kind") == "builder" else "modelnew"
-        try:
-            return package_find(work / "out")
-        except PackageError as exc:
-            msg = str(exc)
+        (work / "out").mkdir()
+        (work / "solution.py").write_text(source)
+        (work / "weights.npz").write_bytes(weights_npz_bytes(problem))
+        init = list(problem.module.get_init_inputs())
+        (work / "request.json").write_text(json.dumps({
+            "input_shapes": report["reference"]["inputs"],
+            "init_inputs": [x if isinstance(x, int | float | bool | str) else repr(x) for x in init],
+        }))
+        msg, result, isolation = _run_builder(work, timeout_s, conv)
+        conv["sandbox"] = isolation
+        if msg is None:
+            conv["source"] = "builder" if result.get("kind") == "builder" else "modelnew"
+            try:
+                found = package_find(work / "out")
+            except PackageError as exc:
+                msg = str(exc)
+            else:
+                shutil.copytree(found, tmp / "solution.mlpackage", symlinks=True)
+                return tmp / "solution.mlpackage"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     conv.setdefault("source", "python")
     report["error"] = msg
     report["issues"].append({"op": None, "rule": "build", "detail": msg})
     return None
+
+
+def _run_builder(work: Path, timeout_s: float, conv: dict[str, Any]) -> tuple[str | None, dict[str, Any], dict[str, Any]]:
+    """Run the harness in gpu_runner's sandbox; (error message or None, its result.json, isolation record)."""
+    limits = sandbox.Limits(wall_s=timeout_s, cpu_s=int(timeout_s) + 5, memory_bytes=BUILD_MEMORY_BYTES,
+                            file_bytes=2 << 30)
+    t0 = time.monotonic()
+    child = sandbox.spawn(["-m", "ane_runner._builder_child", str(work)], workdir=work, limits=limits)
+    try:
+        child.proc.wait(timeout=timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        log = child.log_tail()
+        exit_text = child.exit_description()
+        sandbox.kill(child, remove_dir=False)
+    conv["build_s"] = round(time.monotonic() - t0, 2)
+    result: Any = {}
+    try:
+        path = work / "result.json"
+        if path.is_file() and not path.is_symlink():
+            result = json.loads(path.read_bytes()[:100_000] or b"{}")
+    except (OSError, ValueError):
+        result = {}
+    if not isinstance(result, dict):
+        result = {}
+    isolation = dict(child.isolation)
+    if isinstance(result.get("isolation"), dict):
+        isolation.update({k: v for k, v in result["isolation"].items() if k in ("lockdown", "landlock")})
+    if timed_out:
+        return f"the builder ran over {timeout_s:.0f} s and was stopped: build the model faster", result, isolation
+    if not result.get("ok"):
+        err = result.get("error")
+        tail = "\n".join(log.strip().splitlines()[-15:])
+        return (str(err) if err else f"the builder {exit_text} without a model:\n{tail}"), result, isolation
+    return None, result, isolation
 
 
 def _fill(report: dict[str, Any], a: mil.Analysis, spec: Any, pkg_dir: Path) -> None:

@@ -1,6 +1,8 @@
 """LayerNorm over the channel axis in MIL, in fp16: reductions over axis 1 keep S as the last axis.
 
 The centred square is averaged in fp16; with 768 channels of unit variance this stays well inside range.
+coremltools 9's fuse_elementwise_to_batchnorm pass fails on an fp16 program (it makes a batch_norm with fp32
+mean and fp16 gamma), so the builder converts the program itself without that one pass.
 """
 
 import numpy as np
@@ -27,4 +29,8 @@ def build(weights, input_shapes):
         y = mb.mul(x=centred, y=inv)
         return mb.add(x=mb.mul(x=y, y=gamma), y=beta)
 
-    return prog
+    pipeline = ct.PassPipeline.DEFAULT
+    pipeline.remove_passes({"common::fuse_elementwise_to_batchnorm"})
+    return ct.convert(prog, convert_to="mlprogram", compute_precision=ct.precision.FLOAT16,
+                      minimum_deployment_target=ct.target.macOS15, pass_pipeline=pipeline,
+                      skip_model_load=True)
