@@ -1,0 +1,55 @@
+"""The ANE job: what the site adds to the standard job payload for a `*-ane` pool (server side, Linux).
+
+The Mac never runs a solution's Python: the site validates the solution (building it in the sandbox when it
+is a Python builder), and ships the built package, the baseline package and the reference inputs and
+outputs computed with torch. The Mac only compiles, places, runs and times.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from typing import Any
+
+from .problem import DIGEST_INPUT_SEED, problem_load, reference_npz_bytes
+from .validate import validate
+
+# Input sets checked on the Mac besides the published one: drawn at dispatch, unknown when the package was built.
+FRESH_INPUT_SETS = 2
+PACKAGE_PREFIX = "base64:"
+
+
+def solution_bytes(solution_source: str) -> bytes:
+    """A submission's text as the validator takes it: `base64:<zip>` for an uploaded package, else Python."""
+    if solution_source.startswith(PACKAGE_PREFIX):
+        try:
+            return base64.b64decode(solution_source[len(PACKAGE_PREFIX):], validate=True)
+        except ValueError as exc:
+            raise ValueError("the package upload is not valid base64: upload the zip file itself") from exc
+    return solution_source.encode()
+
+
+def ane_job_prepare(*, problem_source: str, solution_source: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(validation report, the job's `ane` entry or None when the solution is not eligible).
+
+    Takes seconds to a few minutes (a builder runs; the baseline converts): call it from a site task.
+    """
+    report, package, baseline = validate(problem_source, solution_bytes(solution_source))
+    if not report["eligible"] or package is None or baseline is None:
+        return report, None
+    problem = problem_load(problem_source)
+    seeds = [DIGEST_INPUT_SEED] + [secrets.randbits(31) for _ in range(FRESH_INPUT_SETS)]
+    reference, digest = reference_npz_bytes(problem, input_seeds=seeds)
+    ane = {
+        "package_b64": base64.b64encode(package).decode(),
+        "baseline_b64": base64.b64encode(baseline).decode(),
+        "reference_b64": base64.b64encode(reference).decode(),
+        "reference_digest": digest,  # of the published seed's outputs: the Mac checks it before trusting the file
+        "input_sets": len(seeds),
+        # Achieved TFLOPS count the problem's work (the baseline's graph), never the solution's own graph,
+        # which could pad itself with useless work.
+        "flops": report["baseline"]["flops"],
+        "atol": report["reference"]["atol"],
+        "rtol": report["reference"]["rtol"],
+    }
+    return report, ane
