@@ -343,7 +343,7 @@ class _BlockTorchCompute(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         name = func._schema.name
         if name not in self.allowed and f"{name}.{func._overloadname}" not in self.allowed:
-            raise _violation("torch_fallback", _fallback_detail(f"{name}.{func._overloadname}"))
+            raise _violation("torch_fallback", _fallback_detail(name))
         return func(*args, **(kwargs or {}))
 
 
