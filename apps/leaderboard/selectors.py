@@ -282,6 +282,11 @@ def leaderboard_rows(*, pool: str, level: int | None = None, p: float = 1.0) -> 
     a rank (1, 1, 3). Rates are fractions in [0, 1], None when the suite is empty.
     """
     suite, boards = board_data(pool=pool, level=level)
+    return rank_rows(suite=suite, boards=boards, p=p)
+
+
+def rank_rows(*, suite: dict[int, SuiteProblem], boards: list[EntrantBoard], p: float = 1.0) -> list[Row]:
+    """leaderboard_rows on data already read with board_data (pages draw several views of one reading)."""
     rows = [row_for(b, len(suite), p) for b in boards]
     # Best first; among equals the baselines first, then by name.
     rows.sort(key=lambda r: (tuple(-x for x in _rank_key(r)), not r["is_baseline"], r["entrant"].lower()))
@@ -297,6 +302,12 @@ def fast_p_curve(
 ) -> tuple[list[float], list[dict[str, Any]]]:
     """fast_p against p for every entrant on the board: (ps, [{entrant, slug, kind, values}])."""
     suite, boards = board_data(pool=pool, level=level)
+    return curves_from(suite=suite, boards=boards, vs=vs, ps=ps)
+
+
+def curves_from(
+    *, suite: dict[int, SuiteProblem], boards: list[EntrantBoard], vs: str, ps: list[float] | None = None
+) -> tuple[list[float], list[dict[str, Any]]]:
     if ps is None:
         attr = "speedup_vs_eager" if vs == "eager" else "speedup_vs_compile"
         top = max((getattr(b, attr) or 0.0 for board in boards for b in board.best.values()), default=0.0)
@@ -312,6 +323,10 @@ def fast_p_curve(
 def speedups_by_level(*, pool: str) -> list[dict[str, Any]]:
     """Each entrant's best speedups (vs eager and vs torch.compile) with the problem's level, for distributions."""
     suite, boards = board_data(pool=pool)
+    return speedups_from(suite=suite, boards=boards)
+
+
+def speedups_from(*, suite: dict[int, SuiteProblem], boards: list[EntrantBoard]) -> list[dict[str, Any]]:
     return [
         {
             "entrant": board.name, "slug": board.slug, "kind": board.kind,
