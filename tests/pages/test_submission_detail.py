@@ -1,0 +1,92 @@
+import pytest
+
+from apps.submissions.models import Evaluation
+
+RESULT = {
+    "verdict": "accepted", "correct": True, "runtime_us": 1520.0, "eager_us": 3040.0, "compile_us": 2280.0,
+    "speedup_vs_eager": 2.0, "speedup_vs_compile": 1.5, "message": "",
+    "timing": {"n": 31, "median_us": 1520.0, "ci95_us": [1500.0, 1544.0], "min_us": 1490.0},
+    "device": {"name": "cpu", "clock_mhz": 2400},
+    "isolation": {"sandbox": "bubblewrap"},
+}
+
+
+def _finish(submission, **fields):
+    Evaluation.objects.filter(submission=submission).update(status="done", stage="done", **fields)
+
+
+@pytest.mark.django_db
+def test_it_shows_verdict_timings_statistics_and_isolation(client, alice_submission):
+    _finish(alice_submission, verdict="accepted", correct=True, runtime_us=1520.0, eager_us=3040.0,
+            compile_us=2280.0, speedup_vs_eager=2.0, speedup_vs_compile=1.5, result=RESULT)
+    r = client.get(f"/submissions/{alice_submission.pk}/")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert '<span class="badge verdict-accepted badge-lg">Accepted</span>' in html
+    assert '<div class="value" data-field="runtime_us">1.52 ms</div>' in html
+    assert '<div class="value" data-field="eager_us">3.04 ms</div>' in html
+    assert "2.00×" in html and "1.50×" in html
+    assert "n = 31" in html
+    assert "ci95 us" in html and "1500, 1544" in html
+    assert "bubblewrap" in html and "clock mhz" in html
+    # progress: every stage done, the last one says the verdict
+    assert '<li class="is-done" data-stage="timing">Timing</li>' in html
+    assert '<li class="is-done" data-stage="verdict">Accepted</li>' in html
+
+
+@pytest.mark.django_db
+def test_it_shows_stage_progress_while_running(client, alice_submission):
+    Evaluation.objects.filter(submission=alice_submission).update(status="running", stage="checking")
+    html = client.get(f"/submissions/{alice_submission.pk}/").content.decode()
+    assert '<li class="is-done" data-stage="compiling">Compiling</li>' in html
+    assert '<li class="is-current" data-stage="checking">Checking correctness</li>' in html
+    assert '<li class="is-pending" data-stage="timing">Timing</li>' in html
+    assert "/static/js/submission.js" in html
+
+
+@pytest.mark.django_db
+def test_it_shows_the_mismatch_of_a_wrong_answer(client, alice_submission):
+    _finish(alice_submission, verdict="wrong_answer", correct=False,
+            message="output 0 at index (3, 7): expected 0.5, got 0.0")
+    html = client.get(f"/submissions/{alice_submission.pk}/").content.decode()
+    assert "Mismatch" in html
+    assert "output 0 at index (3, 7): expected 0.5, got 0.0" in html
+    assert '<li class="is-failed" data-stage="checking">Checking correctness</li>' in html
+
+
+@pytest.mark.django_db
+def test_it_lists_every_evaluation_of_a_rerun_submission(client, alice_submission):
+    first = alice_submission.evaluations.get()
+    _finish(alice_submission, verdict="accepted", runtime_us=10.0)
+    second = Evaluation.objects.create(submission=alice_submission)
+    html = client.get(f"/submissions/{alice_submission.pk}/").content.decode()
+    table = html[html.index('id="all-evaluations"'):]
+    assert f"<td>{first.pk}</td>" in table and f"<td>{second.pk}</td>" in table
+    # the newest is the one followed at the top
+    assert f'data-evaluation-id="{second.pk}"' in html
+
+
+@pytest.mark.django_db
+def test_it_serves_the_evaluation_part_alone_for_live_refresh(client, alice_submission):
+    html = client.get(f"/submissions/{alice_submission.pk}/?partial=evaluation").content.decode()
+    assert 'data-stage="queued"' in html
+    assert "<html" not in html and "solution-source" not in html
+
+
+@pytest.mark.django_db
+def test_it_answers_404_for_an_unknown_submission(client, db):
+    assert client.get("/submissions/999999/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_it_tells_the_owner_why_a_submission_was_moderated(client, alice, bob, alice_submission):
+    alice_submission.moderation = "hacked"
+    alice_submission.moderation_reason = "Returns a cached output for repeated inputs."
+    alice_submission.save()
+    client.force_login(alice)
+    assert "Returns a cached output for repeated inputs." in client.get(
+        f"/submissions/{alice_submission.pk}/").content.decode()
+    client.force_login(bob)
+    html = client.get(f"/submissions/{alice_submission.pk}/").content.decode()
+    assert "removed from the rankings" in html
+    assert "Returns a cached output" not in html
