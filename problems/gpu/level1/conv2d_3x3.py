@@ -10,8 +10,8 @@ KERNELHUB = {
         "nn.Conv2d(64, 128, kernel_size=3, padding=1, bias=True) (parameters conv.weight, conv.bias) on a "
         "float32 NCHW input of shape (32, 64, 128, 128). Output (32, 128, 128, 128). Compute-bound, TF32 off."
     ),
-    "atol": 0.0001,
-    "rtol": 0.0001,
+    "atol": 0.0003,
+    "rtol": 0.0003,
 }
 
 BATCH = 32

@@ -11,8 +11,8 @@ KERNELHUB = {
         "nn.Conv2d(64, 64, 3, padding=1) (conv.weight, conv.bias), ReLU, then nn.MaxPool2d(2) on a float32 "
         "NCHW input of shape (32, 64, 128, 128). Output (32, 64, H/2, W/2). TF32 off."
     ),
-    "atol": 0.0001,
-    "rtol": 0.0001,
+    "atol": 0.0003,
+    "rtol": 0.0003,
 }
 
 BATCH = 32
