@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import platform
 import signal
@@ -61,6 +62,17 @@ app.conf.update(
     task_time_limit=_env_int("KERNELHUB_TIME_LIMIT_S", int(SOFT_TIME_LIMIT_S * 1.2)),
     worker_hijack_root_logger=False,
 )
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinities become null: the site's strict JSON parser refuses them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def timeout_result(message: str) -> dict[str, Any]:
@@ -136,7 +148,7 @@ def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.
     if keepalive.lost:
         return "lost"
     try:
-        client.result(evaluation_id, token, result)
+        client.result(evaluation_id, token, json_safe(result))
     except SiteRefused as e:
         logger.warning("Result of job %s refused: %s", evaluation_id, e.message)
         return "lost"

@@ -523,7 +523,8 @@ def evaluation_finish(*, evaluation_id: int, runner: Runner, job_token: str, res
     message = result.get("message") or ""
     if not isinstance(message, str):
         message = str(message)
-    system_info = result.get("system") or result.get("device_info") or {}
+    # Where and how it ran, kept apart for the pages and the dashboards (the whole object is in `result`).
+    system_info = {key: result[key] for key in ("device", "versions", "isolation") if key in result}
     evaluation = _job_for_runner(evaluation_id=evaluation_id, runner=runner, job_token=job_token)
     now = timezone.now()
     finished = Evaluation.objects.filter(
@@ -532,7 +533,7 @@ def evaluation_finish(*, evaluation_id: int, runner: Runner, job_token: str, res
     ).update(
         status=Evaluation.STATUS_DONE, stage="done", verdict=verdict, correct=bool(correct) if correct is not None
         else None, message=message[:20000], result=result, log=_result_text(result)[:200000],
-        system_info=system_info if isinstance(system_info, dict) else {"value": system_info},
+        system_info=system_info,
         finished_at=now, last_progress_at=now, **timings,
     )
     if not finished:
