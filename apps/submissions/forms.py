@@ -19,6 +19,8 @@ class SubmitForm(forms.Form):
         queryset=Entrant.objects.none(),
         required=False,
         help_text="The name your submission ranks under.",
+        error_messages={"invalid_choice": "Pick one of your own entrants.",
+                        "required": "Pick the entrant this submission ranks under."},
     )
     problem = forms.ModelChoiceField(
         queryset=Problem.objects.filter(is_active=True),
@@ -54,10 +56,9 @@ class SubmitForm(forms.Form):
         human = next((e for e in entrants if e.kind == Entrant.KIND_HUMAN), None)
         if human is not None:
             field.empty_label = None  # type: ignore[attr-defined]
-            field.required = True
             field.initial = human.pk
         else:
-            # Left empty, the view creates the user's own human entrant named after them.
+            # Left empty (here or in a scripted POST), the view uses or creates the user's own human entrant.
             field.empty_label = "Yourself (a human entrant named after your username)"  # type: ignore[attr-defined]
 
     def clean(self) -> dict:
