@@ -156,6 +156,14 @@ _TRUSTED_WRITERS = (
     os.sep + "cupy_backends" + os.sep,
     "<frozen importlib._bootstrap_external>",
 )
+# Libraries allowed to do, during forward, what a solution may not: compile kernels on first use.
+_TRUSTED_IN_FORWARD = (
+    os.sep + "triton" + os.sep,
+    os.sep + "cupy" + os.sep,
+    os.sep + "cupy_backends" + os.sep,
+    os.sep + "fastrlock" + os.sep,
+    "<frozen importlib",
+)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -171,14 +179,14 @@ _installed = False
 _in_forward = 0
 _in_hook = False
 _baseline_threads: set[int] = set()
-_baseline_native: set[int] = set()
-_native_frozen = False
+_forward_calls = 0
 _cwd = ""
 _pid = 0
 _real_start_new_thread = _thread.start_new_thread
 
 
-def _add(rule: str, detail: str) -> None:
+def _add(rule: str, detail: str, _findings: list = _findings, _seen: set = _seen) -> None:
+    # The lists are bound at definition: rebinding the module's names does not redirect findings.
     key = (rule, detail)
     if key not in _seen:
         _seen.add(key)
@@ -264,8 +272,9 @@ def _guarded_start_new_thread(function: Any, args: Any, kwargs: Any = None) -> i
     return _real_start_new_thread(function, args, kwargs)
 
 
-def _writing_caller_is_trusted() -> bool:
-    frame = sys._getframe(2)  # skip the hook and its helper
+def _caller_is_trusted(markers: tuple[str, ...]) -> bool:
+    """Whether the innermost frame outside the standard library and this file belongs to a trusted library."""
+    frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename == __file__:
@@ -280,7 +289,7 @@ def _writing_caller_is_trusted() -> bool:
         ):
             frame = frame.f_back
             continue
-        return any(marker in filename for marker in _TRUSTED_WRITERS)
+        return any(marker in filename for marker in markers)
     return False
 
 
@@ -302,7 +311,7 @@ def _open_detail(args: tuple[Any, ...]) -> str | None:
         return None
     if real == _cwd or real.startswith(_cwd + os.sep):
         return None
-    if _writing_caller_is_trusted():
+    if _caller_is_trusted(_TRUSTED_WRITERS):
         return None
     return (
         f"writing {real} outside the evaluation's own directory; a solution may write only under its working "
@@ -321,6 +330,9 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
             detail = _AUDIT_IN_FORWARD.get(event)
             if detail is None and event == "object.__getattr__" and len(args) >= 2 and args[1] in _FRAME_ATTRS:
                 detail = f"reading .{args[1]} climbs into the harness's frames"
+            # Triton compiles on the first call (ptxas in a subprocess), CuPy too: their own doing is fine.
+            if detail is not None and _caller_is_trusted(_TRUSTED_IN_FORWARD):
+                detail = None
         if detail is None and event == "open":
             detail = _open_detail(args)
     finally:
@@ -361,7 +373,7 @@ def install_process_guards() -> None:
     Called once in the child, after the harness captured its own references, before the solution is
     imported. Calling it again does nothing.
     """
-    global _installed, _watched, _precision, _baseline_threads, _baseline_native, _cwd, _pid
+    global _installed, _watched, _precision, _baseline_threads, _cwd, _pid
     if _installed:
         return
     import json  # noqa: F401  (imported so that its functions are watched: the harness reports with them)
@@ -383,13 +395,16 @@ def install_process_guards() -> None:
         except Exception:  # noqa: BLE001 - a setting this torch build lacks is simply not watched
             pass
     _baseline_threads = _python_threads()
-    _baseline_native = _native_threads()
     _cwd = os.path.realpath(os.getcwd())
     _pid = os.getpid()
     _thread.start_new_thread = _guarded_start_new_thread
     threading._start_new_thread = _guarded_start_new_thread  # type: ignore[attr-defined]
     sys.addaudithook(_audit_hook)
     _installed = True
+    own = {name: obj for name, obj in globals().items() if callable(obj) and not isinstance(obj, type)}
+    own["_findings"] = _findings
+    own["_watched"] = _watched
+    integrity_report.__kwdefaults__ = {"_own": own}
 
 
 def _allowed_ops(policy: dict) -> frozenset[str]:
@@ -412,8 +427,9 @@ def forward_guard(policy: dict) -> Iterator[None]:
       off for timed calls whose inputs are also checked;
     - "check_stream" (default True): on CUDA, the current stream after the call must be the default stream.
     """
-    global _in_forward
+    global _in_forward, _forward_calls
     allowed = _allowed_ops(policy)
+    native_before = _native_threads()
     block = policy.get("block_torch", True)
     record = policy.get("record_ops", True) and block
     mode = _BlockTorchCompute(allowed) if block else None
@@ -443,7 +459,8 @@ def forward_guard(policy: dict) -> Iterator[None]:
         # Also when the forward raised: a solution that catches nothing still gets its findings recorded.
         if profiler is not None:
             _check_profiled_ops(profiler, allowed)
-        _after_forward(policy)
+        _forward_calls += 1
+        _after_forward(policy, native_before)
 
 
 def _check_profiled_ops(profiler: Any, allowed: frozenset[str]) -> None:
@@ -463,8 +480,7 @@ def _check_profiled_ops(profiler: Any, allowed: frozenset[str]) -> None:
             _add("torch_fallback", _fallback_detail(event.name))
 
 
-def _after_forward(policy: dict) -> None:
-    global _native_frozen, _baseline_native
+def _after_forward(policy: dict, native_before: set[int]) -> None:
     _check_watched()
     new_py = _python_threads() - _baseline_threads
     alive = sorted(t.name for t in threading.enumerate() if t.ident in new_py and t.is_alive())
@@ -474,19 +490,16 @@ def _after_forward(policy: dict) -> None:
             f"threads started by the solution are still running after forward returned ({', '.join(alive)}); "
             "all work must finish inside forward",
         )
-    # Native thread pools (OpenMP, torch's intra-op pool) start on the first call; after it, the set of
-    # native threads must not grow: a new one is work escaping forward.
-    native = _native_threads()
-    if not _native_frozen:
-        _baseline_native |= native
-        _native_frozen = True
-    elif native - _baseline_native:
+    # Native thread pools (OpenMP, torch's intra-op pool, the CUDA driver) start on first use, possibly in the
+    # first call; after it, a native thread that a call started and left running is work escaping forward.
+    # Threads the harness starts between calls are not the solution's, so only growth within a call counts.
+    new_native = _native_threads() - native_before
+    if _forward_calls > 1 and new_native:
         _add(
             "background_thread",
-            f"{len(native - _baseline_native)} native thread(s) appeared after the first forward call; "
-            "start no threads that outlive forward",
+            f"{len(new_native)} native thread(s) were started by a forward call after the first and are still "
+            "running; start no threads that outlive forward",
         )
-        _baseline_native |= native
     if policy.get("check_stream", True) and torch.cuda.is_available() and torch.cuda.is_initialized():
         if torch.cuda.current_stream() != torch.cuda.default_stream():
             _add(
@@ -498,8 +511,22 @@ def _after_forward(policy: dict) -> None:
         _add("tracer_installed", "a trace or profile function was installed; remove it")
 
 
-def integrity_report() -> list[dict]:
-    """Findings gathered so far, after a last check of the watched identities and threads."""
+def integrity_report(*, _own: dict | None = None) -> list[dict]:
+    """Findings gathered so far, after a last check of the watched identities and threads.
+
+    `_own` is set at install time (never pass it): this module's functions and state as they were then, held
+    by this function object so that a solution that replaced them through the module is caught by a harness
+    that kept its own reference to this function.
+    """
+    if _own is not None:
+        module = sys.modules.get(__name__)
+        current = vars(module) if module is not None else {}
+        changed = sorted(name for name, obj in _own.items() if current.get(name) is not obj)
+        if changed:
+            _own["_findings"].append({
+                "rule": "guard_tampered",
+                "detail": f"the evaluator's guards were replaced ({', '.join(changed)}); do not touch gpu_runner",
+            })
     if _installed:
         _check_watched()
         new_py = _python_threads() - _baseline_threads
@@ -510,4 +537,5 @@ def integrity_report() -> list[dict]:
                 f"threads started by the solution are still running at the end ({', '.join(alive)}); "
                 "all work must finish inside forward",
             )
-    return [dict(f) for f in _findings]
+    findings = _own["_findings"] if _own is not None else _findings
+    return [dict(f) for f in findings]
