@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 
 # One colour per entrant kind, and fixed ones for the two baselines, so a reader learns them once.
 KIND_COLOURS = {"agent": "#7b4fd6", "llm": "#2f80c8", "human": "#119c8f", "baseline": "#8a93a0"}
-BASELINE_STYLE = {"pytorch-eager": ("#8a93a0", "dash"), "torch-compile": ("#d0782a", "dot")}
+# Baselines in greys (told apart by dash), so no entrant colour is mistaken for one.
+BASELINE_STYLE = {"pytorch-eager": ("#9aa3ae", "dash"), "torch-compile": ("#5c6470", "dot")}
 PALETTE = ["#4263eb", "#e8590c", "#2b8a3e", "#c2255c", "#1098ad", "#7048e8", "#f08c00", "#5c940d", "#a61e4d"]
 MAX_ENTRANTS = 12  # more lines than this is a plate of spaghetti; the table has everyone
 

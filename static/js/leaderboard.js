@@ -90,8 +90,7 @@
   function when(iso) {
     if (!iso) { return "–"; }
     var d = new Date(iso);
-    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " +
-      pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes());
+    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate());
   }
   var KIND_LABELS = { agent: "RL agent", llm: "LLM", human: "Human", baseline: "Baseline" };
 
@@ -123,7 +122,7 @@
     cells.push(["geomean_speedup_vs_compile", row.geomean_speedup_vs_compile, geomean(row.geomean_speedup_vs_compile, row.geomean_count_vs_compile)]);
     cells.push(["solved", row.solved, [row.solved + " / " + row.attempted]]);
     cells.push(["last_result_at", row.last_result_at, row.last_result_at ?
-      [el("time", { datetime: row.last_result_at }, [when(row.last_result_at)])] : ["–"]]);
+      [el("time", { datetime: row.last_result_at, title: row.last_result_at }, [when(row.last_result_at)])] : ["–"]]);
     return cells;
   }
 
@@ -140,9 +139,11 @@
       var value = spec[1] === null || spec[1] === undefined ? "" : String(spec[1]);
       var fresh = el("td", {}, spec[2]);
       if (td.getAttribute("data-value") !== value || td.textContent !== fresh.textContent) {
-        // What a reader sees changed (not float noise); a rank shifted by someone else's result is not
-        // this row's news.
-        if (td.textContent !== fresh.textContent && spec[0] !== "rank") { changed = true; }
+        // What a reader sees changed (not float noise). A rank shifted by someone else's result, or a newer
+        // timestamp on the same numbers, is not this row's news.
+        if (td.textContent !== fresh.textContent && spec[0] !== "rank" && spec[0] !== "last_result_at") {
+          changed = true;
+        }
         td.setAttribute("data-value", value);
         while (td.firstChild) { td.removeChild(td.firstChild); }
         while (fresh.firstChild) { td.appendChild(fresh.firstChild); }
