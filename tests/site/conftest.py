@@ -158,4 +158,6 @@ def redis_queue(embedded_redis, settings):
         client.delete(queue)
     messages.client = client  # type: ignore[attr-defined]
     yield messages
+    for queue in ("pool.cpu", "pool.h200"):
+        client.delete(queue)  # no stale job for a real worker of a later test
     client.close()

@@ -1,0 +1,230 @@
+"""`manage.py run_local` (what `make run` calls): the whole site on one machine, on the embedded default.
+
+It starts the embedded Redis (unless REDIS_URL names a server), migrates, creates the pools (cpu always, and
+one named after the GPU model where a GPU is found), loads problems/, creates a local runner per pool, submits
+examples/ as "KernelHub examples", then starts and supervises: uvicorn (HTTP and websockets), the site's Celery
+worker with beat (the sweeper), and `python -m gpu_runner serve` per pool. Ctrl-C or SIGTERM stops them all.
+Running it again is safe: every step is idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.devices.models import HardwarePool, Runner
+from apps.devices.services import pool_get_or_create, runner_create, runner_rotate_secret
+from apps.submissions.management.commands.load_problems import problem_files
+from apps.submissions.models import Problem
+from apps.submissions.services import (
+    ProblemError,
+    SubmissionError,
+    entrant_get_or_create_for_examples,
+    problem_load_from_file,
+    problem_slug_from_path,
+    submission_create,
+)
+
+# Marketing words and memory/form-factor suffixes that do not name the GPU model.
+_GPU_NAME_NOISE = {"nvidia", "geforce", "tesla", "quadro", "pcie", "sxm", "sxm4", "sxm5", "hbm2", "hbm2e", "hbm3",
+                   "hbm3e", "nvl"}
+
+
+def gpu_pool_slug(gpu_name: str) -> str:
+    """`NVIDIA H200` -> `h200`, `NVIDIA A100-SXM4-80GB` -> `a100`, `NVIDIA GeForce RTX 4090` -> `rtx-4090`."""
+    words = [w for w in re.split(r"[\s_-]+", gpu_name.lower()) if w and w not in _GPU_NAME_NOISE
+             and not re.fullmatch(r"\d+gb", w)]
+    if not words:
+        return "gpu"
+    if words[0] in ("rtx", "gtx") and len(words) > 1:
+        return f"{words[0]}-{words[1]}"
+    return re.sub(r"[^a-z0-9-]", "", words[0]) or "gpu"
+
+
+def detect_gpu_name() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        if pynvml.nvmlDeviceGetCount() > 0:
+            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+            return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:  # noqa: BLE001 - no driver or no NVML: ask torch
+        pass
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return str(torch.cuda.get_device_name(0))
+    except Exception:  # noqa: BLE001
+        pass
+    return None
+
+
+class Command(BaseCommand):
+    help = "Run the whole site locally: web server, site worker with the sweeper, and a runner per local pool."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
+        parser.add_argument("--no-examples", action="store_true", help="Do not submit examples/.")
+        parser.add_argument("--setup-only", action="store_true",
+                            help="Prepare the database, pools, problems and examples, then exit.")
+
+    def handle(self, *args: object, port: int, no_examples: bool, setup_only: bool, **options: object) -> None:
+        redis_server = None
+        if not settings.REDIS_URL:
+            from kernelhub import embedded_redis
+
+            redis_server = embedded_redis.start(Path(settings.EMBEDDED_REDIS_SOCKET))
+            self.stdout.write(f"Embedded Redis on {settings.EMBEDDED_REDIS_SOCKET}")
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+            pools = self.set_up_pools()
+            self.load_problems(pools)
+            secrets = self.set_up_runners(pools)
+            if not no_examples:
+                self.submit_examples(pools)
+            if setup_only:
+                return
+            self.serve(port=port, runner_secrets=secrets)
+        finally:
+            if redis_server is not None:
+                redis_server.shutdown()
+
+    # --- Set-up -------------------------------------------------------------------------------------------
+
+    def set_up_pools(self) -> list[HardwarePool]:
+        pools = [pool_get_or_create(slug="cpu", name="CPU")[0]]
+        gpu_name = detect_gpu_name()
+        if gpu_name:
+            pool, created = pool_get_or_create(slug=gpu_pool_slug(gpu_name), name=gpu_name)
+            pools.append(pool)
+            self.stdout.write(f"GPU found: {gpu_name} -> pool {pool.slug}{' (new)' if created else ''}")
+        else:
+            self.stdout.write("No GPU found: the cpu pool only.")
+        return pools
+
+    def load_problems(self, pools: list[HardwarePool]) -> None:
+        root = Path(settings.BASE_DIR) / "problems"
+        tracks = [("cpu", ["cpu"])]
+        gpu_pools = [p.slug for p in pools if p.kind == HardwarePool.KIND_GPU]
+        if gpu_pools:
+            tracks.append(("gpu", gpu_pools))
+        counts = {"created": 0, "updated": 0, "unchanged": 0}
+        for folder, hardware in tracks:
+            if not (root / folder).is_dir():
+                continue
+            for path in problem_files([str(root / folder)]):
+                try:
+                    _problem, outcome = problem_load_from_file(path=path, hardware=hardware)
+                except ProblemError as e:
+                    self.stderr.write(f"Skipped {path}: {e}")
+                    continue
+                counts[outcome] += 1
+        self.stdout.write(f"Problems: {counts['created']} created, {counts['updated']} updated, "
+                          f"{counts['unchanged']} unchanged.")
+
+    def set_up_runners(self, pools: list[HardwarePool]) -> dict[str, str]:
+        """A local runner per pool; its secret is rotated at every start (it lives only in this process)."""
+        secrets = {}
+        for pool in pools:
+            runner = Runner.objects.filter(name=f"local-{pool.slug}").first()
+            if runner is None:
+                runner, secret = runner_create(name=f"local-{pool.slug}", pool=pool)
+            else:
+                secret = runner_rotate_secret(runner=runner)
+            secrets[pool.slug] = secret
+        return secrets
+
+    def submit_examples(self, pools: list[HardwarePool]) -> None:
+        root = Path(settings.BASE_DIR) / "examples"
+        entrant = entrant_get_or_create_for_examples()
+        gpu_pools = [p.slug for p in pools if p.kind == HardwarePool.KIND_GPU]
+        sets = [(root / "cpu" / "cpp", "cpp", "cpu")]
+        for pool_slug in gpu_pools:
+            sets += [(root / "gpu" / language, language, pool_slug) for language in ("cuda", "triton", "cupy")]
+        created = existing = 0
+        for folder, language, pool_slug in sets:
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.glob("*.py")):
+                slug = problem_slug_from_path(path)
+                if not Problem.objects.filter(slug=slug).exists():
+                    self.stderr.write(f"Skipped example {path}: no problem {slug}.")
+                    continue
+                try:
+                    _submission, _evaluation, new = submission_create(
+                        entrant=entrant, problem_slug=slug, source=path.read_text(), language=language,
+                        hardware=pool_slug)
+                except SubmissionError as e:
+                    self.stderr.write(f"Skipped example {path}: {e.message}")
+                    continue
+                created += new
+                existing += not new
+        self.stdout.write(f"Examples: {created} submitted, {existing} already there.")
+
+    # --- The processes -------------------------------------------------------------------------------------
+
+    def serve(self, *, port: int, runner_secrets: dict[str, str]) -> None:
+        site_url = f"http://127.0.0.1:{port}"
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="kernelhub.settings", KERNELHUB_VAR_DIR=str(settings.VAR_DIR),
+                   PORT=str(port), SITE_URL=site_url, PYTHONUNBUFFERED="1")
+        python = sys.executable
+        commands: list[tuple[str, list[str], dict[str, str]]] = [
+            ("web", [python, "-m", "uvicorn", "kernelhub.asgi:application", "--host", "127.0.0.1",
+                     "--port", str(port)], {}),
+            ("site-worker", [python, "-m", "celery", "-A", "kernelhub", "worker", "-Q", "site", "-c", "1",
+                             "-B", "-s", str(Path(settings.VAR_DIR) / "celerybeat-schedule"),
+                             "--without-gossip", "--without-mingle", "-n", "site@%h", "-l", "info"], {}),
+        ]
+        for pool_slug, secret in runner_secrets.items():
+            # The secret goes through the environment, not argv: other local users can read argv.
+            commands.append((f"runner-{pool_slug}", [python, "-m", "gpu_runner", "serve", "--site", site_url,
+                                                     "--shutdown-grace", "10"],
+                             {"KERNELHUB_RUNNER_TOKEN": secret}))
+        processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+        stopping = threading.Event()
+
+        def on_signal(signum: int, frame: Any) -> None:
+            stopping.set()
+
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+        try:
+            for name, argv, extra_env in commands:
+                # Own session: Ctrl-C reaches this supervisor only, which then stops each child in order.
+                processes.append((name, subprocess.Popen(argv, cwd=settings.BASE_DIR, env=env | extra_env,
+                                                         start_new_session=True)))
+            self.stdout.write(self.style.SUCCESS(f"KernelHub is starting on {site_url} (Ctrl-C stops it)."))
+            while not stopping.is_set():
+                for name, process in processes:
+                    if process.poll() is not None:
+                        self.stderr.write(f"{name} exited with code {process.returncode}: stopping everything.")
+                        stopping.set()
+                stopping.wait(1.0)
+        finally:
+            self.stdout.write("Stopping...")
+            for _name, process in reversed(processes):
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            for name, process in reversed(processes):
+                try:
+                    process.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    self.stderr.write(f"{name} did not stop in time: killed.")
+                    process.kill()
+                    process.wait()
+        if any(process.returncode not in (0, -signal.SIGTERM) for _n, process in processes):
+            raise CommandError("A process of the local site failed; its output is above.")

@@ -1,0 +1,120 @@
+"""A submission through the API -> Celery -> a real runner (`python -m gpu_runner serve`, a Celery worker on
+pool.cpu running the evaluator) -> the result over HTTP -> websocket events. Nothing is faked: the live ASGI
+server, the broker and channel layer (embedded Redis, or REDIS_URL in CI), the database (a SQLite file, or
+DATABASE_URL in CI) are the ones the site runs on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets.sync.client import connect
+
+from tests.site.conftest import PROBLEM_FILE, SOLUTION_SOURCE
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# A cold C++ build (about 60 s on 2 cores) plus torch.compile's baseline and the timing runs.
+EVALUATION_TIMEOUT_S = 600
+
+
+def _ws(base_url: str, path: str):
+    return connect(base_url.replace("http://", "ws://") + path, origin=base_url, open_timeout=10)
+
+
+def _next_event(ws, deadline: float) -> dict | None:
+    try:
+        return json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+    except TimeoutError:
+        return None
+
+
+@pytest.fixture
+def runner_process(live_asgi_server, tmp_path):
+    """`python -m gpu_runner serve` for a cpu runner, against the live server; stopped with SIGTERM."""
+    from apps.devices.services import pool_get_or_create, runner_create
+
+    pool, _ = pool_get_or_create(slug="cpu")
+    runner, secret = runner_create(name="e2e-cpu", pool=pool)
+    log_path = tmp_path / "runner.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpu_runner", "serve", "--site", live_asgi_server, "--token", secret,
+         "--loglevel", "info", "--shutdown-grace", "5"],
+        cwd=REPO_ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=log, stderr=subprocess.STDOUT,
+    )
+    process.log_path = log_path  # type: ignore[attr-defined]
+    yield process
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()
+
+
+@pytest.mark.slow
+def test_it_evaluates_a_submission_end_to_end(live_asgi_server, runner_process, embedded_redis):
+    from apps.submissions.services import entrant_create, problem_load_from_file
+
+    problem_load_from_file(path=PROBLEM_FILE, hardware=["cpu"])
+    _entrant, token = entrant_create(name="E2E agent", kind="agent")
+    base = live_asgi_server
+    http = httpx.Client(base_url=base, headers={"Authorization": f"Token {token}"}, timeout=30)
+
+    board = _ws(base, "/ws/leaderboard/cpu/")
+    response = http.post("/api/v1/submissions/", json={"problem": "add-one-cpu", "source": SOLUTION_SOURCE})
+    assert response.status_code == 201, response.text
+    submission_id = response.json()["id"]
+    evaluation_id = response.json()["evaluation_id"]
+
+    deadline = time.monotonic() + EVALUATION_TIMEOUT_S
+    seen_stages: list[str] = []
+    final = None
+    with _ws(base, f"/ws/submissions/{submission_id}/") as ws:
+        while final is None and time.monotonic() < deadline:
+            event = _next_event(ws, deadline)
+            if event is None:
+                break
+            assert event["type"] == "evaluation.update"
+            evaluation = event["evaluation"]
+            assert evaluation["id"] == evaluation_id
+            seen_stages.append(evaluation["stage"])
+            if evaluation["status"] in ("done", "failed"):
+                final = evaluation
+    runner_log = runner_process.log_path.read_text(errors="replace")[-6000:]
+    assert final is not None, f"No final event within {EVALUATION_TIMEOUT_S} s; stages {seen_stages}. Runner " \
+                              f"log:\n{runner_log}"
+    assert final["status"] == "done" and final["verdict"] == "accepted", (final, runner_log)
+    assert final["runtime_us"] > 0 and final["eager_us"] > 0 and final["speedup_vs_eager"] > 0
+    # The live path went through the evaluator's stages, in order.
+    for stage in ("compiling", "checking", "timing"):
+        assert stage in seen_stages, seen_stages
+    assert seen_stages.index("compiling") < seen_stages.index("timing")
+
+    # The leaderboard was told.
+    board_event = _next_event(board, time.monotonic() + 10)
+    board.close()
+    assert board_event == {"type": "leaderboard.updated", "pool": "cpu", "problem": "add-one-cpu",
+                           "entrant": "e2e-agent", "evaluation_id": evaluation_id}
+
+    # And the API serves the stored result, with the evaluator's object as is.
+    body = http.get(f"/api/v1/submissions/{submission_id}/").json()
+    assert body["status"] == "done" and body["verdict"] == "accepted" and body["attempt"] == 1
+    assert body["runtime_us"] == final["runtime_us"]
+    assert body["statistics"]["verdict"] == "accepted" and body["statistics"]["device"]["kind"] == "cpu"
+
+    # The runner's heartbeat reached the devices app.
+    from apps.devices.models import Runner
+
+    runner = Runner.objects.get(name="e2e-cpu")
+    assert runner.last_heartbeat_at is not None
+    assert runner.telemetry["workers"][0]["alive"] is True
