@@ -193,13 +193,20 @@ class Client:
     def submission(self, submission_id: int | str) -> dict:
         return self.request("GET", f"/api/v1/submissions/{submission_id}/")
 
-    def leaderboard(self, *, hardware: str | None = None, level: int | None = None) -> list[dict]:
+    def leaderboard(self, *, hardware: str | None = None, level: int | None = None) -> dict:
+        """{"hardware", "level", "problems", "rows": [one per entrant, ranked]}."""
         params: dict[str, Any] = {}
         if hardware:
             params["hardware"] = hardware
         if level is not None:
             params["level"] = level
-        return _as_rows(self.request("GET", "/api/v1/leaderboard/", params=params))
+        data = self.request("GET", "/api/v1/leaderboard/", params=params)
+        if isinstance(data, list):
+            return {"hardware": hardware, "level": level, "rows": data}
+        if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+            raise ApiError(200, "bad_response", "The leaderboard came without rows; is the client older than "
+                                                "the site?")
+        return data
 
     def wait(self, submission_id: int | str, *, timeout: float = 3600.0, poll_min: float = 0.5,
              poll_max: float = 5.0, on_update: Callable[[dict], None] | None = None) -> dict:

@@ -179,7 +179,7 @@ def cmd_login(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_problems(client: Client, out: Output) -> int:
     rows = client.problems()
-    lines = [_table(rows, [("slug", "PROBLEM"), ("level", "LEVEL"), ("title", "TITLE"), ("pools", "HARDWARE")])]
+    lines = [_table(rows, [("slug", "PROBLEM"), ("level", "LEVEL"), ("title", "TITLE"), ("hardware", "HARDWARE")])]
     if not rows:
         lines = ["No problems on this site yet."]
     out.result({"problems": rows}, "\n".join(lines))
@@ -192,9 +192,13 @@ def cmd_submit(client: Client, args: argparse.Namespace, out: Output) -> int:
                             rerun=args.rerun)
     sub_id = created.get("id")
     if not args.wait:
-        out.result(created, f"Submitted #{sub_id}: {_where(created)}, {created.get('status', 'queued')}.\n"
+        what = "Already submitted (same source)" if created.get("duplicate") else "Submitted"
+        out.result(created, f"{what} #{sub_id}: {_where(created)}, {created.get('status', 'queued')}.\n"
                             f"Follow it with: kernelhub status {sub_id}")
         return EXIT_OK
+    if created.get("duplicate"):
+        out.note(f"#{sub_id}: the same source was already submitted; following that submission "
+                 "(--rerun evaluates it again).")
     progress = Progress(out.stderr, sub_id)
     try:
         final = client.wait(sub_id, timeout=args.wait_timeout, on_update=progress.update)
@@ -214,13 +218,18 @@ def cmd_status(client: Client, args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_leaderboard(client: Client, args: argparse.Namespace, out: Output) -> int:
-    rows = client.leaderboard(hardware=args.hardware, level=args.level)
-    columns = [("entrant", "ENTRANT"), ("kind", "KIND"), ("solved", "SOLVED"), ("attempted", "ATTEMPTED"),
+    board = client.leaderboard(hardware=args.hardware, level=args.level)
+    rows = board["rows"]
+    columns = [("rank", "#"), ("entrant", "ENTRANT"), ("kind", "KIND"), ("solved", "SOLVED"), ("attempted", "ATTEMPTED"),
                ("fast_0", "FAST_0"), ("fast_1_vs_eager", "FAST_1 EAGER"),
                ("fast_1_vs_compile", "FAST_1 COMPILE"), ("geomean_speedup_vs_eager", "GEOMEAN EAGER"),
                ("geomean_speedup_vs_compile", "GEOMEAN COMPILE")]
-    text = _table(rows, columns) if rows else "No entries on this leaderboard yet."
-    out.result({"hardware": args.hardware, "level": args.level, "rows": rows}, text)
+    scope = f"{board.get('hardware') or 'default pool'}, " + (f"level {board['level']}" if board.get("level")
+                                                               else "all levels")
+    if board.get("problems") is not None:
+        scope += f", {board['problems']} problems"
+    text = f"Leaderboard ({scope})\n" + (_table(rows, columns) if rows else "No entries yet.")
+    out.result(board, text)
     return EXIT_OK
 
 
@@ -234,21 +243,21 @@ class Progress:
         self.sub_id = sub_id
         self.tty = stream.isatty()
         self.started = time.monotonic()
-        self.last: tuple | None = None
+        self.last: str | None = None
         self.width = 0
 
     def update(self, data: dict) -> None:
-        status, stage = data.get("status"), data.get("stage")
+        label = _stage_label(data.get("status"), data.get("stage"))
         elapsed = int(time.monotonic() - self.started)
-        line = f"#{self.sub_id} {_where(data)}: {_stage_label(status, stage)}  {elapsed // 60:02d}:{elapsed % 60:02d}"
+        line = f"#{self.sub_id} {_where(data)}: {label}  {elapsed // 60:02d}:{elapsed % 60:02d}"
         if self.tty:
             self.stream.write("\r" + line.ljust(self.width))
             self.width = max(self.width, len(line))
             self.stream.flush()
-        elif (status, stage) != self.last:
+        elif label != self.last:
             self.stream.write(line + "\n")
             self.stream.flush()
-        self.last = (status, stage)
+        self.last = label
 
     def finish(self) -> None:
         if self.tty and self.width:
@@ -261,6 +270,8 @@ def _stage_label(status: Any, stage: Any) -> str:
         return "done"
     if status == "failed":
         return "failed"
+    if status == "running" and stage == "queued":
+        return "starting on a runner"
     return {"queued": "queued", "compiling": "compiling", "checking": "checking correctness",
             "timing": "timing"}.get(stage, str(stage or status))
 
