@@ -86,8 +86,11 @@ class Command(BaseCommand):
         if not settings.REDIS_URL:
             from kernelhub import embedded_redis
 
-            redis_server = embedded_redis.start(Path(settings.EMBEDDED_REDIS_SOCKET))
-            self.stdout.write(f"Embedded Redis on {settings.EMBEDDED_REDIS_SOCKET}")
+            socket_path = Path(settings.EMBEDDED_REDIS_SOCKET)
+            # One already up on this var dir (a test run's, or another run_local's) is used, never stopped.
+            if not embedded_redis.is_up(socket_path):
+                redis_server = embedded_redis.start(socket_path)
+            self.stdout.write(f"Embedded Redis on {socket_path}")
         try:
             call_command("migrate", interactive=False, verbosity=0)
             pools = self.set_up_pools()
