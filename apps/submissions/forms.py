@@ -51,7 +51,13 @@ class SubmitForm(forms.Form):
 
     def __init__(self, *args: object, entrants: list[Entrant], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        # Labels for people; the submitted values stay slugs and ids.
+        self.fields["problem"].label_from_instance = (  # type: ignore[attr-defined]
+            lambda p: f"L{p.level} · {p.title} ({p.slug})"
+        )
+        self.fields["pool"].label_from_instance = lambda p: f"{p.slug}: {p.name}"  # type: ignore[attr-defined]
         field = self.fields["entrant"]
+        field.label_from_instance = lambda e: f"{e.name} ({e.get_kind_display()})"  # type: ignore[attr-defined]
         field.queryset = Entrant.objects.filter(pk__in=[e.pk for e in entrants])  # type: ignore[attr-defined]
         human = next((e for e in entrants if e.kind == Entrant.KIND_HUMAN), None)
         if human is not None:
@@ -59,7 +65,8 @@ class SubmitForm(forms.Form):
             field.initial = human.pk
         else:
             # Left empty (here or in a scripted POST), the view uses or creates the user's own human entrant.
-            field.empty_label = "Yourself (a human entrant named after your username)"  # type: ignore[attr-defined]
+            field.empty_label = "Yourself (a new human entrant)"  # type: ignore[attr-defined]
+            field.help_text = "“Yourself” creates an entrant of kind human named after your username."
 
     def clean(self) -> dict:
         data = super().clean() or {}

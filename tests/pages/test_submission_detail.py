@@ -90,3 +90,19 @@ def test_it_tells_the_owner_why_a_submission_was_moderated(client, alice, bob, a
     html = client.get(f"/submissions/{alice_submission.pk}/").content.decode()
     assert "removed from the rankings" in html
     assert "Returns a cached output" not in html
+
+
+@pytest.mark.django_db
+def test_it_offers_staff_the_moderation_form(client, sam, bob, alice_submission):
+    client.force_login(bob)
+    assert 'id="moderation"' not in client.get(f"/submissions/{alice_submission.pk}/").content.decode()
+    client.force_login(sam)
+    page = f"/submissions/{alice_submission.pk}/"
+    html = client.get(page).content.decode()
+    assert f'action="/leaderboard/moderate/submissions/{alice_submission.pk}/"' in html
+    r = client.post(f"/leaderboard/moderate/submissions/{alice_submission.pk}/",
+                    {"moderation": "hacked", "reason": "Caches outputs across calls.", "next": page})
+    assert r.status_code == 302 and r["Location"] == page
+    alice_submission.refresh_from_db()
+    assert alice_submission.moderation == "hacked"
+    assert "Caches outputs across calls." in client.get(page).content.decode()

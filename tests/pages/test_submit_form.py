@@ -27,9 +27,9 @@ def test_it_asks_anonymous_visitors_to_log_in(client, problem):
 def test_it_preselects_problem_and_pool_from_the_link(client, bob, problem):
     client.force_login(bob)
     html = client.get("/submit/?problem=relu-scale&pool=cpu").content.decode()
-    assert '<option value="relu-scale" selected>' in html
-    assert '<option value="cpu" selected>' in html
-    assert "Yourself (a human entrant named after your username)" in html
+    assert '<option value="relu-scale" selected>L1 · ReLU and scale (relu-scale)</option>' in html
+    assert '<option value="cpu" selected>cpu: CPU (2 cores)</option>' in html
+    assert "Yourself (a new human entrant)" in html
 
 
 @pytest.mark.django_db
