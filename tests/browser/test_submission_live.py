@@ -29,22 +29,27 @@ RESULT = {
 
 
 def _job_from_broker(evaluation_id: int, timeout_s: float = 10.0) -> dict:
-    """The job message the site sent to the pool's queue, read (not taken) as a runner's worker would see it."""
+    """Takes the job message the site sent to the pool's queue, as a runner's worker would (so no real worker
+    of a later test finds it)."""
     import redis
     from django.conf import settings
 
     client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for raw in client.lrange("pool.cpu", 0, -1):
-            message = json.loads(raw)
-            body = message["body"]
-            if message.get("properties", {}).get("body_encoding") == "base64":
-                body = base64.b64decode(body)
-            _args, kwargs, _embed = json.loads(body)
-            if kwargs["job"]["evaluation_id"] == evaluation_id:
-                return kwargs["job"]
-        time.sleep(0.1)
+    try:
+        while time.monotonic() < deadline:
+            for raw in client.lrange("pool.cpu", 0, -1):
+                message = json.loads(raw)
+                body = message["body"]
+                if message.get("properties", {}).get("body_encoding") == "base64":
+                    body = base64.b64decode(body)
+                _args, kwargs, _embed = json.loads(body)
+                if kwargs["job"]["evaluation_id"] == evaluation_id:
+                    client.lrem("pool.cpu", 1, raw)
+                    return kwargs["job"]
+            time.sleep(0.1)
+    finally:
+        client.close()
     raise AssertionError(f"No job for evaluation {evaluation_id} on queue pool.cpu after {timeout_s} s.")
 
 
