@@ -191,6 +191,9 @@ def cmd_submit(client: Client, args: argparse.Namespace, out: Output) -> int:
     created = client.submit(args.problem, source, language=args.language, hardware=args.hardware,
                             rerun=args.rerun)
     sub_id = created.get("id")
+    if not isinstance(sub_id, int):
+        raise ApiError(200, "bad_response", "The site accepted the submission but sent no id; is the client "
+                                            "older than the site?")
     if not args.wait:
         what = "Already submitted (same source)" if created.get("duplicate") else "Submitted"
         out.result(created, f"{what} #{sub_id}: {_where(created)}, {created.get('status', 'queued')}.\n"
