@@ -409,7 +409,8 @@ def evaluation_dispatch(*, evaluation_id: int, attempt: int) -> bool:
         "solution_source": submission.source,
         "language": submission.language,
         "device": submission.pool.device,
-        "seed": evaluation.pk,
+        # Unpredictable: a solution must not be able to precompute the inputs of its own evaluation.
+        "seed": secrets.randbelow(2**31),
     }
     try:
         app.send_task(EVALUATE_TASK, kwargs={"job": job}, queue=submission.pool.queue)
