@@ -132,8 +132,8 @@ def problem_board(request: HttpRequest, pool: str, slug: str) -> HttpResponse:
 
 def entrant_page(request: HttpRequest, pool: str, slug: str) -> HttpResponse:
     hw = _pool(pool)
+    suite, boards = selectors.board_data(pool=hw.slug)  # first: it creates the baseline entrants if missing
     entrant = get_object_or_404(Entrant, slug=slug)
-    suite, boards = selectors.board_data(pool=hw.slug)
     board = next((b for b in boards if b.slug == entrant.slug), None)
     row = selectors.row_for(board, len(suite)) if board else None
     solved = []
