@@ -35,7 +35,7 @@ def test_it_reports_a_broken_file_and_imports_the_rest(pools, tmp_path):
     root = kernelbench_tree(tmp_path)
     (root / "KernelBench" / "level1" / "2_Broken.py").write_text("def get_inputs(:\n")
     err = StringIO()
-    with pytest.raises(CommandError, match="1 file"):
+    with pytest.raises(CommandError, match="1 problem"):
         call_command("import_kernelbench", str(root), stdout=StringIO(), stderr=err)
     assert "2_Broken.py" in err.getvalue() and "not valid Python" in err.getvalue()
     assert Problem.objects.count() == 4

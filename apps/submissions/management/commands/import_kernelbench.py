@@ -6,12 +6,14 @@ Importing again is idempotent: unchanged files are left alone, a changed file ma
 """
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.devices.models import HardwarePool
+from apps.submissions.models import Problem
 from apps.submissions.services import ProblemError, problem_load_from_file
 
 LEVELS = (1, 2, 3)
@@ -66,32 +68,54 @@ class Command(BaseCommand):
             raise CommandError(f"Unknown hardware pool {', '.join(unknown)}; the pools are: {known}.")
         counts = {"created": 0, "updated": 0, "unchanged": 0, "error": 0}
         for lvl in level or LEVELS:
-            folder = levels_dir / f"level{lvl}"
-            if not folder.is_dir():
-                continue
-            for file in sorted(folder.glob("*.py"), key=lambda f: (_number(f), f.name)):
-                match = FILE_RE.match(file.name)
-                if not match:
-                    self.stderr.write(f"skipped  {file}: not named <number>_<Name>.py as KernelBench names them")
+            for number, files in kernelbench_files(levels_dir / f"level{lvl}", self.stderr.write).items():
+                if len(files) > 1:
+                    counts["error"] += 1
+                    self.stderr.write(f"error    level{lvl}: several files are problem {number} "
+                                      f"({', '.join(f.name for f in files)}): keep one and import again")
                     continue
-                slug = kernelbench_slug(level=lvl, number=int(match["number"]), name=match["name"])
+                file, name = files[0], FILE_RE.match(files[0].name)["name"]  # type: ignore[index]
+                slug = kernelbench_slug(level=lvl, number=number, name=name)
+                # KernelBench renames a problem when it fixes it; the problem keeps its slug and gets a version.
+                earlier = kernelbench_problem_slug(level=lvl, number=number)
+                renamed = earlier is not None and earlier != slug
                 try:
-                    _, outcome = problem_load_from_file(path=file, level=lvl, hardware=pools, slug=slug,
-                                                        title=kernelbench_title(match["name"]),
-                                                        origin="kernelbench")
+                    _, outcome = problem_load_from_file(path=file, level=lvl, hardware=pools, slug=earlier or slug,
+                                                        title=kernelbench_title(name), origin="kernelbench")
                 except ProblemError as exc:
                     counts["error"] += 1
                     self.stderr.write(f"error    {file}: {exc}")
                     continue
                 counts[outcome] += 1
                 if outcome != "unchanged" or options["verbosity"] >= 2:  # type: ignore[operator]
-                    self.stdout.write(f"{outcome:<9}{slug}  ({file.relative_to(levels_dir)})")
+                    note = "; renamed file, slug kept" if renamed else ""
+                    self.stdout.write(f"{outcome:<9}{earlier or slug}  ({file.relative_to(levels_dir)}{note})")
         self.stdout.write(f"KernelBench import from {levels_dir} on {', '.join(pools)}: "
                           + ", ".join(f"{n} {k}" for k, n in counts.items()))
         if counts["error"]:
-            raise CommandError(f"{counts['error']} file(s) could not be imported; see the errors above.")
+            raise CommandError(f"{counts['error']} problem(s) could not be imported; see the errors above.")
 
 
-def _number(file: Path) -> int:
-    match = FILE_RE.match(file.name)
-    return int(match["number"]) if match else 1 << 30
+def kernelbench_files(folder: Path, warn: Callable[[str], object]) -> dict[int, list[Path]]:
+    """The problem files of one level by number. `N_Name_OLD.py` is the superseded copy KernelBench keeps
+    beside a fixed problem: not a problem of its own."""
+    found: dict[int, list[Path]] = {}
+    if not folder.is_dir():
+        return found
+    for file in sorted(folder.glob("*.py")):
+        match = FILE_RE.match(file.name)
+        if not match:
+            warn(f"skipped  {file}: not named <number>_<Name>.py as KernelBench names them")
+            continue
+        if file.stem.endswith("_OLD"):
+            warn(f"skipped  {file}: a superseded copy (_OLD) of problem {match['number']}")
+            continue
+        found.setdefault(int(match["number"]), []).append(file)
+    return dict(sorted(found.items()))
+
+
+def kernelbench_problem_slug(*, level: int, number: int) -> str | None:
+    """The slug an earlier import gave this level and number, if exactly one problem has it."""
+    slugs = list(Problem.objects.filter(origin="kernelbench", slug__startswith=f"l{level}-{number}-")
+                 .values_list("slug", flat=True)[:2])
+    return slugs[0] if len(slugs) == 1 else None
