@@ -169,8 +169,13 @@ class Client:
 
     # The API's operations -------------------------------------------------------------------------
 
-    def problems(self) -> list[dict]:
-        return _as_rows(self.request("GET", "/api/v1/problems/"))
+    def problems(self, *, hardware: str | None = None, level: int | None = None) -> list[dict]:
+        params: dict[str, Any] = {}
+        if hardware:
+            params["hardware"] = hardware
+        if level is not None:
+            params["level"] = level
+        return _as_rows(self.request("GET", "/api/v1/problems/", params=params))
 
     def problem(self, slug: str) -> dict:
         return self.request("GET", f"/api/v1/problems/{slug}/")

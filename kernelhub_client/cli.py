@@ -103,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", dest="login_token", required=True, help="your API token, or - to read it from stdin")
     p.add_argument("--no-verify", action="store_true", help="store without checking the URL and token")
 
-    add("problems", "list the problems")
+    p = add("problems", "list the problems")
+    p.add_argument("--hardware", metavar="POOL", help="only problems offered on this pool")
+    p.add_argument("--level", type=int, choices=[1, 2, 3], help="only this KernelBench level")
 
     p = add("submit", "submit a solution file for a problem")
     p.add_argument("problem", metavar="PROBLEM", help="problem slug, e.g. l1-19-relu")
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
         with Client.from_config(url=args.url, token=args.token, max_retries=max(0, args.retries),
                                 on_retry=out.note) as client:
             if args.command == "problems":
-                return cmd_problems(client, out)
+                return cmd_problems(client, args, out)
             if args.command == "submit":
                 return cmd_submit(client, args, out)
             if args.command == "status":
@@ -177,8 +179,8 @@ def cmd_login(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def cmd_problems(client: Client, out: Output) -> int:
-    rows = client.problems()
+def cmd_problems(client: Client, args: argparse.Namespace, out: Output) -> int:
+    rows = client.problems(hardware=args.hardware, level=args.level)
     lines = [_table(rows, [("slug", "PROBLEM"), ("level", "LEVEL"), ("title", "TITLE"), ("hardware", "HARDWARE")])]
     if not rows:
         lines = ["No problems on this site yet."]

@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Q
 from django.utils import timezone
 
@@ -244,6 +245,10 @@ def _readme(manifest: dict) -> str:
 
 # --- The copy the API serves ---------------------------------------------------------------------------
 
+EXPORT_LOCK_KEY = "dataset-export-running"
+EXPORT_LOCK_S = 600  # an export that takes longer than this has died; let another one start
+
+
 def _cache_root() -> Path:
     return Path(settings.VAR_DIR) / "dataset"
 
@@ -259,8 +264,14 @@ def dataset_latest(*, max_age_s: float) -> tuple[Path, dict]:
     complete = sorted((d for d in root.iterdir() if (d / "schema.json").exists()), reverse=True)
     if complete and time.time() - (complete[0] / "schema.json").stat().st_mtime <= max_age_s:
         return complete[0], json.loads((complete[0] / "schema.json").read_text())
+    # One export at a time across every web worker; the others serve the stale copy meanwhile.
+    if not cache.add(EXPORT_LOCK_KEY, "1", timeout=EXPORT_LOCK_S) and complete:
+        return complete[0], json.loads((complete[0] / "schema.json").read_text())
     out_dir = root / f"{timezone.now():%Y%m%dT%H%M%S%f}-{secrets.token_hex(4)}"
-    manifest = dataset_export(out_dir=out_dir)
+    try:
+        manifest = dataset_export(out_dir=out_dir)
+    finally:
+        cache.delete(EXPORT_LOCK_KEY)
     # Keep the previous copy: a download of it may still be streaming. Unfinished ones older than an hour died.
     for old in complete[1:]:
         shutil.rmtree(old, ignore_errors=True)

@@ -6,7 +6,7 @@ import json
 import pyarrow.parquet as pq
 
 
-def test_it_serves_the_index_and_each_file(published_world, client, settings, tmp_path):
+def test_it_serves_the_index_and_each_file(published_world, client, settings, tmp_path, embedded_redis):
     settings.VAR_DIR = tmp_path
     index = client.get("/api/v1/dataset/")
     assert index.status_code == 200
@@ -32,7 +32,7 @@ def test_it_serves_the_index_and_each_file(published_world, client, settings, tm
     assert b"# KernelHub open dataset" in b"".join(readme.streaming_content)
 
 
-def test_it_answers_404_for_other_names(db, client, settings, tmp_path):
+def test_it_answers_404_for_other_names(db, client, settings, tmp_path, embedded_redis):
     settings.VAR_DIR = tmp_path
     response = client.get("/api/v1/dataset/secrets.parquet")
     assert response.status_code == 404
@@ -40,7 +40,8 @@ def test_it_answers_404_for_other_names(db, client, settings, tmp_path):
     assert client.get("/api/v1/dataset/..%2Fkernelhub.sqlite3").status_code == 404
 
 
-def test_it_reuses_a_fresh_export_and_rebuilds_a_stale_one(published_world, client, settings, tmp_path):
+def test_it_reuses_a_fresh_export_and_rebuilds_a_stale_one(published_world, client, settings, tmp_path,
+                                                             embedded_redis):
     settings.VAR_DIR = tmp_path
     settings.DATASET_MAX_AGE_S = 3600
     first = client.get("/api/v1/dataset/").json()
@@ -52,3 +53,20 @@ def test_it_reuses_a_fresh_export_and_rebuilds_a_stale_one(published_world, clie
     assert {f["name"]: f["rows"] for f in rebuilt["files"]}["submissions.parquet"] == 3
     # Only the newest exports are kept on disk.
     assert len(list((tmp_path / "dataset").iterdir())) <= 2
+
+
+def test_it_serves_the_stale_copy_while_another_worker_exports(published_world, client, settings, tmp_path,
+                                                               embedded_redis):
+    from django.core.cache import cache
+
+    from apps.submissions.datasets import EXPORT_LOCK_KEY
+
+    settings.VAR_DIR = tmp_path
+    first = client.get("/api/v1/dataset/").json()
+    settings.DATASET_MAX_AGE_S = 0
+    assert cache.add(EXPORT_LOCK_KEY, "1", timeout=60)  # another worker is exporting
+    try:
+        assert client.get("/api/v1/dataset/").json()["generated_at"] == first["generated_at"]
+    finally:
+        cache.delete(EXPORT_LOCK_KEY)
+    assert client.get("/api/v1/dataset/").json()["generated_at"] != first["generated_at"]
