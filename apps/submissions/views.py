@@ -5,6 +5,8 @@ Writes go through apps/submissions/services.py; these views only read, validate 
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -116,6 +118,10 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
     evaluations = list(submission.evaluations.select_related("runner").order_by("-queued_at"))
     evaluation = evaluations[0] if evaluations else None
     can_see_source = selectors.submission_source_visible(submission=submission, user=request.user)
+    public_result = (
+        selectors.evaluation_public_result(evaluation=evaluation, source_visible=can_see_source)
+        if evaluation else {}
+    )
     context = {
         "submission": submission,
         "evaluation": evaluation,
@@ -124,10 +130,8 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "is_owner": request.user.is_authenticated and submission.entrant.owner_id == request.user.pk,
         # The same rule as the API: a compile error's message quotes the source.
         "show_message": evaluation is not None and (can_see_source or evaluation.verdict != "compile_error"),
-        "result_extras": _result_extras(
-            selectors.evaluation_public_result(evaluation=evaluation, source_visible=can_see_source)
-            if evaluation else {}
-        ),
+        "timing_rows": _timing_rows(public_result),
+        "result_extras": _result_extras(public_result),
     }
     # The live page re-fetches only the evaluation part when a result lands (no full reload).
     if request.GET.get("partial") == "evaluation":
@@ -138,8 +142,21 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
 # Result keys the page already shows in its own sections.
 _SHOWN_RESULT_KEYS = {
     "verdict", "correct", "runtime_us", "eager_us", "compile_us", "speedup_vs_eager", "speedup_vs_compile",
-    "message", "compile_log", "log",
+    "message", "compile_log", "log", "stats", "baselines", "times_us",
 }
+
+
+def _timing_rows(result: dict) -> list[dict]:
+    """The evaluator's timing statistics (gpu_runner.timing.summarize) of the solution and both baselines."""
+    baselines = result.get("baselines") if isinstance(result.get("baselines"), dict) else {}
+    rows = []
+    for label, stats in (("This kernel", result.get("stats")), ("PyTorch eager", baselines.get("eager")),
+                         ("torch.compile", baselines.get("compile"))):
+        if isinstance(stats, dict) and stats.get("n"):
+            ci = stats.get("ci95_us")
+            rows.append({"label": label, "ci": ci if isinstance(ci, list | tuple) and len(ci) == 2 else None,
+                         **stats})
+    return rows
 
 
 def _result_extras(result: object) -> dict[str, list[tuple[str, str]]]:
@@ -322,7 +339,7 @@ def signup(request: HttpRequest) -> HttpResponse:
         next_url = "/"
     if request.user.is_authenticated:
         return redirect(next_url)
-    form = UserCreationForm(request.POST or None)
+    form: UserCreationForm[Any] = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")

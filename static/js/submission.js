@@ -42,10 +42,11 @@
     if (v === null || v === undefined || v === "") { return "–"; }
     v = Number(v);
     if (v >= 1e6) { return (v / 1e6).toFixed(2) + " s"; }
-    if (v >= 1e4) { return (v / 1e3).toFixed(1) + " ms"; }
-    if (v >= 1e3) { return Number((v / 1e3).toPrecision(3)) + " ms"; }
-    if (v >= 100) { return v.toFixed(0) + " µs"; }
-    return Number(v.toPrecision(3)) + " µs";
+    if (v >= 1e3) {
+      var ms = v / 1e3;
+      return ms.toFixed(ms < 10 ? 2 : (ms < 100 ? 1 : 0)) + " ms";
+    }
+    return v.toFixed(v < 10 ? 2 : (v < 100 ? 1 : 0)) + " µs";
   }
   function fmtSpeedup(v) { return (v === null || v === undefined) ? "–" : Number(v).toFixed(2) + "×"; }
 

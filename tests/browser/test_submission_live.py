@@ -17,13 +17,16 @@ from tests.pages.fixtures import SOLUTION
 RESULT = {
     "verdict": "accepted",
     "correct": True,
-    "runtime_us": 412.5,
+    "runtime_us": 412.4,
     "eager_us": 990.0,
     "compile_us": 700.0,
     "speedup_vs_eager": 2.4,
     "speedup_vs_compile": 1.697,
     "message": "",
-    "timing": {"n": 87, "median_us": 412.5, "ci95_us": [405.1, 420.3], "min_us": 398.2},
+    "stats": {"n": 87, "mean_us": 413.0, "std_us": 4.1, "median_us": 412.4, "min_us": 398.2, "max_us": 431.0,
+              "ci95_us": [405.1, 420.3], "rse": 0.001},
+    "baselines": {"eager": {"n": 40, "mean_us": 991.0, "std_us": 9.0, "median_us": 990.0, "min_us": 975.0,
+                            "max_us": 1012.0, "ci95_us": [985.0, 996.0], "rse": 0.002}, "compile": None},
     "isolation": {"sandbox": "bubblewrap", "network": "none"},
 }
 
@@ -104,7 +107,7 @@ def test_it_shows_stages_and_verdict_live(live_asgi_server, login_page, alice, a
     expect(page.locator('[data-field="speedup_vs_eager"]')).to_have_text("2.40×")
     expect(page.locator('[data-field="speedup_vs_compile"]')).to_have_text("1.70×")
     # The statistics come with the refreshed evaluation part (fetched after the final event).
-    expect(page.locator(".result-group", has_text="Timing")).to_contain_text("ci95 us")
+    expect(page.locator("#timing-stats")).to_contain_text("405 µs – 420 µs")
     expect(page.locator(".result-group", has_text="Isolation")).to_contain_text("bubblewrap")
     expect(page.locator("#evaluation-live")).to_contain_text("browser-test-runner")
 

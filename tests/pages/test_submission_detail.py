@@ -5,7 +5,12 @@ from apps.submissions.models import Evaluation
 RESULT = {
     "verdict": "accepted", "correct": True, "runtime_us": 1520.0, "eager_us": 3040.0, "compile_us": 2280.0,
     "speedup_vs_eager": 2.0, "speedup_vs_compile": 1.5, "message": "",
-    "timing": {"n": 31, "median_us": 1520.0, "ci95_us": [1500.0, 1544.0], "min_us": 1490.0},
+    # the evaluator's shapes (gpu_runner.timing.summarize)
+    "stats": {"n": 31, "mean_us": 1525.0, "std_us": 12.5, "median_us": 1520.0, "min_us": 1490.0, "max_us": 1601.0,
+              "ci95_us": [1500.0, 1544.0], "rse": 0.0015},
+    "baselines": {"eager": {"n": 20, "mean_us": 3050.0, "std_us": 30.0, "median_us": 3040.0, "min_us": 3001.0,
+                            "max_us": 3111.0, "ci95_us": [3020.0, 3070.0], "rse": 0.002},
+                  "compile": None},
     "device": {"name": "cpu", "clock_mhz": 2400},
     "isolation": {"sandbox": "bubblewrap"},
 }
@@ -26,8 +31,13 @@ def test_it_shows_verdict_timings_statistics_and_isolation(client, alice_submiss
     assert '<div class="value" data-field="runtime_us">1.52 ms</div>' in html
     assert '<div class="value" data-field="eager_us">3.04 ms</div>' in html
     assert "2.00×" in html and "1.50×" in html
-    assert "n = 31" in html
-    assert "ci95 us" in html and "1500, 1544" in html
+    assert "n = 31 · CI 1.50 ms–1.54 ms" in html
+    stats = html[html.index('id="timing-stats"'):]
+    stats = stats[: stats.index("</section>")]
+    assert '<th scope="row">This kernel</th>' in stats and '<th scope="row">PyTorch eager</th>' in stats
+    assert "torch.compile</th>" not in stats  # no statistics for it in this result
+    assert "1.50 ms – 1.54 ms" in stats and "1.52 ms ± 12.5 µs" in stats and "<td class=\"num\">31</td>" in stats
+    assert "3.02 ms – 3.07 ms" in stats
     assert "bubblewrap" in html and "clock mhz" in html
     # progress: every stage done, the last one says the verdict
     assert '<li class="is-done" data-stage="timing">Timing</li>' in html
@@ -106,3 +116,10 @@ def test_it_offers_staff_the_moderation_form(client, sam, bob, alice_submission)
     alice_submission.refresh_from_db()
     assert alice_submission.moderation == "hacked"
     assert "Caches outputs across calls." in client.get(page).content.decode()
+
+
+def test_it_formats_times_for_people():
+    from apps.submissions.templatetags.kernelhub import us
+
+    assert [us(v) for v in (None, 4.123, 41.23, 412.3, 4123.0, 41230.0, 412300.0, 4123000.0)] == [
+        "–", "4.12 µs", "41.2 µs", "412 µs", "4.12 ms", "41.2 ms", "412 ms", "4.12 s"]

@@ -24,7 +24,8 @@ KIND_LABELS = {"agent": "RL agent", "llm": "LLM", "human": "Human", "baseline": 
 
 @register.filter
 def us(value: object) -> str:
-    """Microseconds for people: 812 µs, 3.41 ms, 1.20 s."""
+    """Microseconds for people, three significant digits or so: 4.12 µs, 41.2 µs, 412 µs, 4.12 ms, 1.20 s.
+    static/js/submission.js (fmtUs) formats the same way."""
     if value is None or value == "":
         return "–"
     try:
@@ -34,8 +35,9 @@ def us(value: object) -> str:
     if v >= 1_000_000:
         return f"{v / 1_000_000:.2f} s"
     if v >= 1000:
-        return f"{v / 1000:.3g} ms" if v < 10_000 else f"{v / 1000:.1f} ms"
-    return f"{v:.3g} µs" if v < 100 else f"{v:.0f} µs"
+        ms = v / 1000
+        return f"{ms:.2f} ms" if ms < 10 else (f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms")
+    return f"{v:.2f} µs" if v < 10 else (f"{v:.1f} µs" if v < 100 else f"{v:.0f} µs")
 
 
 @register.filter
