@@ -34,7 +34,9 @@ def ane_job_prepare(*, problem_source: str, solution_source: str) -> tuple[dict[
 
     Takes seconds to a few minutes (a builder runs; the baseline converts): call it from a site task.
     """
-    report, package, baseline = validate(problem_source, solution_bytes(solution_source))
+    # a base64 upload is a package whatever its bytes look like, so junk is refused as a package, never run
+    name = "upload.zip" if solution_source.startswith(PACKAGE_PREFIX) else "solution.py"
+    report, package, baseline = validate(problem_source, solution_bytes(solution_source), solution_name=name)
     if not report["eligible"] or package is None or baseline is None:
         return report, None
     problem = problem_load(problem_source)
