@@ -161,7 +161,7 @@ class CoreMLBackend:
             raise RuntimeError("the Core ML backend runs on macOS only: prediction does not exist on Linux")
         import coremltools as ct
 
-        self.ct = ct
+        self.ct: Any = ct
         self._models: dict[tuple[str, str], Any] = {}
 
     def _units(self, name: str) -> Any:

@@ -196,7 +196,7 @@ class _Walker:
             x = self.arg_tensor(op, "x")
             if x and x.shape and None not in x.shape:
                 k = x.shape[-2] if len(x.shape) >= 2 and self.const_bool(op, "transpose_x") else x.shape[-1]
-                dense = 2 * n_out * int(k)
+                dense = 2 * n_out * int(k or 0)
         elif kind == "einsum":
             xs = [self.tensors.get(n) for n in self.arg_names(op, "values")]
             if xs and all(t and t.shape and None not in t.shape for t in xs):

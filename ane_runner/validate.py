@@ -107,11 +107,12 @@ def _solution_package(problem: Problem, solution: bytes, name: str, tmp: Path, r
     try:
         source = solution.decode("utf-8")
     except UnicodeDecodeError:
-        msg = "the solution is neither a zip (.mlpackage) nor UTF-8 Python source"
-        report["error"] = msg
-        report["issues"].append({"op": None, "rule": "package", "detail": msg})
+        refusal = "the solution is neither a zip (.mlpackage) nor UTF-8 Python source"
+        report["error"] = refusal
+        report["issues"].append({"op": None, "rule": "package", "detail": refusal})
         return None
     work = sandbox.new_workdir("ane-build-")
+    msg: str | None = None
     try:
         (work / "out").mkdir()
         (work / "solution.py").write_text(source)
