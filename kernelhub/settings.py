@@ -124,7 +124,9 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_CLIENT_URL], "prefix": "kh:asgi"},
+        # redis-py 8 times out reads after 5 s by default, the very length of channels_redis's blocking pop:
+        # without a longer timeout every idle websocket dies after a few seconds.
+        "CONFIG": {"hosts": [{"address": REDIS_CLIENT_URL, "socket_timeout": 30}], "prefix": "kh:asgi"},
     }
 }
 

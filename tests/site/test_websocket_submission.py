@@ -70,3 +70,26 @@ def test_a_compile_error_message_is_not_broadcast(problem, alice, api, embedded_
         return first
 
     assert async_to_sync(scenario)()["evaluation"]["message"] == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_connection_stays_open(problem, alice, api, embedded_redis):
+    """Longer than redis-py's default 5 s read timeout and channels_redis's 5 s blocking pop."""
+    import asyncio
+
+    body = submit(api(alice.token)).json()
+    evaluation = Evaluation.objects.get(pk=body["evaluation_id"])
+
+    def publish():
+        publish_evaluation(evaluation)
+
+    async def scenario():
+        communicator, connected, _ = await _connect(f"/ws/submissions/{body['id']}/")
+        await communicator.receive_json_from(timeout=5)
+        await asyncio.sleep(12)
+        await database_sync_to_async(publish)()
+        event = await communicator.receive_json_from(timeout=5)
+        await communicator.disconnect()
+        return event
+
+    assert async_to_sync(scenario)()["evaluation"]["id"] == evaluation.pk
