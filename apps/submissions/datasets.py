@@ -169,13 +169,25 @@ def evaluation_rows(*, now: datetime) -> Iterable[dict]:
 
 # --- Files ----------------------------------------------------------------------------------------------
 
-def _table(name: str, rows: Iterable[dict]) -> pa.Table:
+ROWS_PER_GROUP = 5000  # rows held in memory at once: sources can be 256 KiB each
+
+
+def _write_parquet(name: str, rows: Iterable[dict], path: Path) -> int:
+    """Streams rows into a Parquet file a row group at a time; returns the row count."""
     schema = table_schema(name)
-    columns: dict[str, list] = {col: [] for col in schema.names}
-    for row in rows:
-        for col in schema.names:
-            columns[col].append(row[col])
-    return pa.table(columns, schema=schema)
+    count = 0
+    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+        batch: list[dict] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) == ROWS_PER_GROUP:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                count += len(batch)
+                batch = []
+        if batch or count == 0:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            count += len(batch)
+    return count
 
 
 def _sha256_file(path: Path) -> str:
@@ -195,10 +207,9 @@ def dataset_export(*, out_dir: Path) -> dict:
                "evaluations": evaluation_rows(now=now)}
     tables: dict[str, dict] = {}
     for name, rows in sources.items():
-        table = _table(name, rows)
         path = out_dir / f"{name}.parquet"
-        pq.write_table(table, path, compression="zstd")
-        tables[name] = {"file": path.name, "rows": table.num_rows, "bytes": path.stat().st_size,
+        count = _write_parquet(name, rows, path)
+        tables[name] = {"file": path.name, "rows": count, "bytes": path.stat().st_size,
                         "sha256": _sha256_file(path)}
     manifest = {
         "schema_version": SCHEMA_VERSION,
