@@ -1,0 +1,105 @@
+"""`python -m gpu_runner evaluate --problem P.py --solution S.py [--device cpu|cuda] [--seed N] [--json]`
+and `python -m gpu_runner serve ...` (the Celery runner, gpu_runner/worker.py).
+
+With --json, stdout carries exactly one JSON object and every log goes to stderr. Exit status 0 whenever a
+verdict was reached; 2 for usage errors (bad arguments, unreadable or malformed problem); 3 for a failure of
+the evaluator itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or Infinity: they become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _human(result: dict[str, Any]) -> str:
+    lines = [f"verdict: {result['verdict']}"]
+    if result.get("message"):
+        lines.append(f"message: {result['message']}")
+    for key in ("runtime_us", "eager_us", "compile_us", "speedup_vs_eager", "speedup_vs_compile"):
+        if result.get(key) is not None:
+            lines.append(f"{key}: {result[key]:.4g}")
+    lines.append(f"language: {result['language']}, wall: {result['wall_s']} s")
+    return "\n".join(lines)
+
+
+def _evaluate(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpu_runner evaluate",
+                                     description="Check and time one solution against one problem.")
+    parser.add_argument("--problem", required=True, type=Path, help="problem file (KernelBench format)")
+    parser.add_argument("--solution", required=True, type=Path, help="solution file defining ModelNew")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the correctness trials (default 0)")
+    parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    args = parser.parse_args(argv)
+    try:
+        problem = args.problem.read_text()
+        solution = args.solution.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"error: cannot read {e.filename if isinstance(e, OSError) else 'a file'}: {e}", file=sys.stderr)
+        return 2
+    if args.seed < 0:
+        print("error: --seed must be a non-negative integer", file=sys.stderr)
+        return 2
+    # Logs of everything below (including torch) go to stderr; stdout is kept for the one JSON object.
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        from gpu_runner.evaluate import EvaluatorError, evaluate
+        from gpu_runner.formats import FormatError
+
+        try:
+            result = evaluate(problem, solution, device=args.device, seed=args.seed)
+        except FormatError as e:
+            print(f"error: the problem file {args.problem}: {e}", file=sys.stderr)
+            return 2
+        except EvaluatorError as e:
+            print(f"error: the evaluator failed: {e}", file=sys.stderr)
+            return 3
+    finally:
+        sys.stdout = real_stdout
+    if args.json:
+        print(json.dumps(_finite(result), sort_keys=True))
+    else:
+        print(_human(result))
+    return 0
+
+
+def _serve(argv: list[str]) -> int:
+    try:
+        from gpu_runner.worker import serve_main
+    except ImportError as e:
+        print(f"error: the runner worker is not available ({e}); gpu_runner/worker.py provides `serve`",
+              file=sys.stderr)
+        return 2
+    return int(serve_main(argv) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"evaluate": _evaluate, "serve": _serve}
+    if not argv or argv[0] not in commands:
+        print("usage: python -m gpu_runner {evaluate,serve} ...\n"
+              "  evaluate --problem P.py --solution S.py [--device cpu|cuda] [--seed N] [--json]\n"
+              "  serve ...   run the Celery runner (see gpu_runner/worker.py)", file=sys.stderr)
+        return 2
+    return commands[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

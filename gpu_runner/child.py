@@ -1,0 +1,453 @@
+"""The harness that runs inside a sandboxed child: `python -m gpu_runner.child <role> <fd>`.
+
+Roles: `solution` (untrusted: imports the submitted ModelNew under the anti-cheat guards), `eager` and
+`compile` (trusted: the problem's Model, as is or through torch.compile; they compute expected outputs and
+time the baselines). The parent drives every step over the channel on <fd>; this process decides nothing.
+
+Order in the solution role, which matters: lock the sandbox down, capture the references the harness times
+and synchronises with, import the problem and build the reference parameters, redirect extension builds to
+the parent, install the process guards, and only then import the solution.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    role, fd = sys.argv[1], int(sys.argv[2])
+    lockdown_result: dict = {}
+    if os.environ.get("KERNELHUB_LOCKDOWN"):
+        from gpu_runner.sandbox import lockdown
+
+        lockdown_result = lockdown(os.environ["KERNELHUB_LOCKDOWN"])
+    import socket
+
+    from gpu_runner.protocol import Channel
+
+    channel = Channel(socket.socket(fileno=fd))
+    Harness(channel, role, lockdown_result).serve()
+
+
+class HarnessError(Exception):
+    def __init__(self, kind: str, message: str, rule: str | None = None) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.rule = kind, message, rule
+
+
+class Harness:
+    def __init__(self, channel, role: str, lockdown_result: dict) -> None:  # type: ignore[no-untyped-def]
+        import gc
+        import json
+        import math
+        import time
+        import traceback
+
+        import torch
+
+        self.channel = channel
+        self.role = role
+        self.lockdown_result = lockdown_result
+        # References captured before any solution code exists; the harness uses only these.
+        self.torch = torch
+        self.perf = time.perf_counter
+        self.monotonic = time.monotonic
+        self.save = torch.save
+        self.empty = torch.empty
+        self.manual_seed = torch.manual_seed
+        self.no_grad = torch.no_grad
+        self.is_tensor_type = torch.Tensor
+        self.strided = torch.strided
+        self.isinstance = isinstance
+        self.type = type
+        self.json = json
+        self.math = math
+        self.gc_collect = gc.collect
+        self.format_exc = traceback.format_exc
+        self.cuda_sync = torch.cuda.synchronize
+        self.Event = torch.cuda.Event
+        self.guards = None
+        self.policy: dict = {}
+        self.model = None
+        self.problem = None
+        self.device = "cpu"
+        self.sets: list[list] = []
+        self.batch_outputs: list = []
+        self.flush_buf = None
+        self.poison_bytes = 0
+        self.builds = 0
+
+    # ----- the loop -----
+    def serve(self) -> None:
+        while True:
+            try:
+                msg = self.channel.recv()
+            except Exception:  # noqa: BLE001 - the parent went away: nothing left to do
+                os._exit(0)
+            op = msg.get("op")
+            if op == "exit":
+                self.channel.send({"ok": True})
+                self.channel.close()
+                os._exit(0)
+            handler = getattr(self, f"op_{op}", None)
+            try:
+                if handler is None:
+                    raise HarnessError("internal", f"unknown op {op!r}")
+                reply = handler(msg) or {}
+                reply["ok"] = True
+            except HarnessError as e:
+                reply = {"ok": False, "kind": e.kind, "message": e.message, "rule": e.rule}
+            except Exception as e:  # noqa: BLE001 - whatever the solution raised is reported, not fatal
+                reply = self._error_reply(e)
+            self.channel.send(reply)
+
+    def _error_reply(self, e: BaseException) -> dict:
+        name = self.type(e).__name__
+        if name == "GuardViolation":
+            findings = self.guards.integrity_report() if self.guards else []
+            rule = findings[-1]["rule"] if findings else "anti_cheat"
+            return {"ok": False, "kind": "rejected", "message": str(e), "rule": rule}
+        tb = self.format_exc()
+        lines = tb.strip().splitlines()
+        return {"ok": False, "kind": "runtime_error", "message": "\n".join(lines[-12:])[-3000:]}
+
+    # ----- loading -----
+    def _import_file(self, name: str, path: str):  # type: ignore[no-untyped-def]
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+
+    def op_load(self, msg: dict) -> dict:
+        torch = self.torch
+        self.device = msg["device"]
+        self.policy = msg.get("policy") or {}
+        seed = int(msg["seed"])
+        # Full fp32 on both sides: a TF32 reference would loosen what a solution must match.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        # Inference only, for the whole process: set before the guards record torch's global state.
+        torch.set_grad_enabled(False)
+        if self.device == "cuda":
+            if not torch.cuda.is_available():
+                raise HarnessError("internal", "CUDA is not available in the evaluation process")
+            torch.cuda.init()
+            props = torch.cuda.get_device_properties(0)
+            # Writing twice the L2 before each timed call evicts the previous call's data.
+            self.flush_buf = torch.empty(max(2 * int(getattr(props, "L2_cache_size", 50 << 20)), 64 << 20),
+                                         dtype=torch.uint8, device="cuda")
+        else:
+            # A CPU's last-level cache is often too large to flush per call; this evicts the private L1/L2.
+            self.flush_buf = torch.empty(16 << 20, dtype=torch.uint8)
+        self.problem = self._import_file("kernelhub_problem", msg["problem_file"])
+        self.manual_seed(seed)
+        init_inputs = list(self.problem.get_init_inputs())
+        self.manual_seed(seed)
+        reference = self.problem.Model(*init_inputs)
+        info = self._versions()
+        info["lockdown"] = self.lockdown_result
+        if self.role == "solution":
+            state = {k: v.detach().clone() for k, v in reference.state_dict().items()}
+            del reference
+            self._redirect_builds()
+            try:
+                from gpu_runner import guards
+            except ImportError:
+                guards = None
+            self.guards = guards
+            info["guards"] = guards is not None
+            if guards is not None:
+                guards.install_process_guards()
+            try:
+                solution = self._import_file("kernelhub_solution", msg["solution_file"])
+            except SyntaxError as e:
+                raise HarnessError("compile_error", f"the solution is not valid Python: line {e.lineno}: {e.msg}") \
+                    from None
+            if not hasattr(solution, "ModelNew"):
+                raise HarnessError("compile_error", "the solution defines no ModelNew class")
+            self.manual_seed(seed)
+            with self.no_grad():
+                model = solution.ModelNew(*init_inputs)
+            own = model.state_dict()
+            matching = {k: v for k, v in state.items() if k in own and tuple(own[k].shape) == tuple(v.shape)}
+            model.load_state_dict(matching, strict=False)
+            info["parameters_loaded"] = len(matching)
+            info["builds"] = self.builds
+        else:
+            model = reference
+            if self.role == "compile":
+                model = torch.compile(model)
+        self.model = model.to(self.device) if hasattr(model, "to") else model
+        if hasattr(self.model, "eval"):
+            self.model.eval()
+        return {"info": info}
+
+    def _versions(self) -> dict:
+        torch = self.torch
+        info: dict = {"torch": torch.__version__, "cuda_runtime": torch.version.cuda}
+        for name in ("triton", "cupy", "numpy"):
+            try:
+                module = __import__(name)
+                info[name] = getattr(module, "__version__", "unknown")
+            except Exception:  # noqa: BLE001 - absent or broken: reported as missing
+                info[name] = None
+        if torch.backends.cudnn.is_available():
+            info["cudnn"] = torch.backends.cudnn.version()
+        if self.device == "cuda":
+            info["device_name"] = torch.cuda.get_device_name(0)
+        return info
+
+    def _redirect_builds(self) -> None:
+        """Make load_inline/load ask the parent to build, then import the library it hands back."""
+        import inspect
+
+        import torch.utils.cpp_extension as cpp
+
+        import_library = cpp._import_module_from_library
+        original_inline, original_load = cpp.load_inline, cpp.load
+        sig_inline, sig_load = inspect.signature(original_inline), inspect.signature(original_load)
+        channel, harness = self.channel, self
+
+        def request(req: dict):  # type: ignore[no-untyped-def]
+            channel.send({"op": "build", "request": req})
+            reply = channel.recv()
+            if not reply.get("ok"):
+                raise HarnessError("compile_error", str(reply.get("message", "the build failed")))
+            harness.builds += 1
+            path = os.path.join(os.getcwd(), str(reply["dir"]))
+            return import_library(req["name"], path, req.get("is_python_module", True))
+
+        def load_inline(*args, **kwargs):  # type: ignore[no-untyped-def]
+            bound = sig_inline.bind(*args, **kwargs)
+            bound.apply_defaults()
+            a = bound.arguments
+            req = {k: a.get(k) for k in ("name", "cpp_sources", "cuda_sources", "functions", "extra_cflags",
+                                          "extra_cuda_cflags", "extra_ldflags", "extra_include_paths",
+                                          "with_cuda", "is_python_module")}
+            return request(req)
+
+        def load(*args, **kwargs):  # type: ignore[no-untyped-def]
+            bound = sig_load.bind(*args, **kwargs)
+            bound.apply_defaults()
+            a = bound.arguments
+            sources = a.get("sources") or []
+            sources = [sources] if isinstance(sources, str) else list(sources)
+            files: dict[str, str] = {}
+            for src in sources:
+                folder = os.path.dirname(os.path.abspath(src))
+                # headers beside the sources travel with them
+                for fname in os.listdir(folder):
+                    if fname.endswith((".h", ".hpp", ".cuh", ".inl")):
+                        with open(os.path.join(folder, fname)) as f:
+                            files[fname] = f.read()
+                with open(src) as f:
+                    files[os.path.basename(src)] = f.read()
+            req = {k: a.get(k) for k in ("name", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
+                                          "extra_include_paths", "with_cuda", "is_python_module")}
+            req["files"] = files
+            return request(req)
+
+        cpp.load_inline = load_inline
+        cpp.load = load
+
+    # ----- inputs, calls, outputs -----
+    def _make_inputs(self, seed: int) -> list:
+        self.manual_seed(seed)
+        inputs = list(self.problem.get_inputs())
+        return [x.to(self.device) if self.isinstance(x, self.torch.Tensor) else x for x in inputs]
+
+    def _sync(self) -> None:
+        if self.device == "cuda":
+            self.cuda_sync()
+
+    def _poison(self) -> None:
+        """Fill memory the allocator will hand out next with 0xFF bytes (NaN in every float format)."""
+        if self.poison_bytes <= 0:
+            return
+        block = self.empty(self.poison_bytes, dtype=self.torch.uint8, device=self.device)
+        block.fill_(0xFF)
+        self._sync()
+        del block
+
+    def _call(self, inputs: list):  # type: ignore[no-untyped-def]
+        with self.no_grad():
+            if self.guards is not None:
+                with self.guards.forward_guard(self.policy):
+                    return self.model(*inputs)
+            return self.model(*inputs)
+
+    def _timed_call(self, inputs: list) -> tuple[object, float]:
+        """One call, timed; ends after a device-wide synchronise, so work on any stream is inside the time."""
+        with self.no_grad():
+            guard = self.guards.forward_guard(self.policy) if self.guards is not None else None
+            if guard is not None:
+                guard.__enter__()
+            try:
+                if self.device == "cuda":
+                    start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
+                    start.record()
+                    out = self.model(*inputs)
+                    self.cuda_sync()
+                    end.record()
+                    end.synchronize()
+                    elapsed_us = start.elapsed_time(end) * 1000.0
+                else:
+                    t0 = self.perf()
+                    out = self.model(*inputs)
+                    elapsed_us = (self.perf() - t0) * 1e6
+            except BaseException:
+                if guard is not None:
+                    guard.__exit__(*sys.exc_info())
+                raise
+            if guard is not None:
+                guard.__exit__(None, None, None)
+        return out, elapsed_us
+
+    def _flatten(self, out, inputs: list) -> tuple[list, list[str], str]:  # type: ignore[no-untyped-def]
+        """Output tensors, and what is wrong with them as objects (subclass, layout, aliasing an input)."""
+        torch = self.torch
+        if self.isinstance(out, (tuple, list)):
+            items, structure = list(out), f"sequence:{len(out)}"
+        else:
+            items, structure = [out], "tensor"
+        problems: list[str] = []
+        spans = []
+        for x in inputs:
+            if self.isinstance(x, torch.Tensor) and x.numel():
+                s = x.untyped_storage()
+                spans.append((s.data_ptr(), s.data_ptr() + s.nbytes()))
+        tensors = []
+        for i, t in enumerate(items):
+            if self.type(t) is not torch.Tensor:
+                problems.append(f"output {i} is a {self.type(t).__module__}.{self.type(t).__qualname__}, "
+                                "not a plain torch.Tensor")
+                continue
+            if t.layout is not self.strided:
+                problems.append(f"output {i} has layout {t.layout}, not a dense strided tensor")
+                continue
+            if t.is_meta or t.device.type != self.device:
+                problems.append(f"output {i} is on {t.device}, expected {self.device}")
+                continue
+            if t.numel():
+                s = t.untyped_storage()
+                lo, hi = s.data_ptr(), s.data_ptr() + s.nbytes()
+                if any(lo < b and a < hi for a, b in spans):
+                    problems.append(f"output {i} shares memory with an input: return a new tensor")
+            tensors.append(t)
+        return tensors, problems, structure
+
+    def _save(self, tensors: list, name: str) -> None:
+        if "/" in name or name.startswith("."):
+            raise HarnessError("internal", "bad file name")
+        self.save([t.detach().cpu().contiguous() for t in tensors], name)
+
+    def op_ping(self, msg: dict) -> dict:
+        return {}
+
+    def op_trial(self, msg: dict) -> dict:
+        inputs = self._make_inputs(int(msg["seed"]))
+        self.poison_bytes = int(msg.get("poison_bytes", 0))
+        self._poison()
+        out = self._call(inputs)
+        self._sync()
+        tensors, problems, structure = self._flatten(out, inputs)
+        input_bytes = sum(x.numel() * x.element_size() for x in inputs if self.isinstance(x, self.torch.Tensor))
+        output_bytes = sum(t.numel() * t.element_size() for t in tensors)
+        if not problems:
+            self._save(tensors, msg["file"])
+        del out, tensors
+        return {"problems": problems, "structure": structure, "input_bytes": input_bytes,
+                "output_bytes": output_bytes}
+
+    def op_prepare_timing(self, msg: dict) -> dict:
+        self.sets = [self._make_inputs(int(s)) for s in msg["seeds"]]
+        self._sync()
+        return {}
+
+    def op_set_outputs(self, msg: dict) -> dict:
+        """Trusted roles: the outputs for every timing input set, one file each."""
+        if self.role == "solution":
+            raise HarnessError("internal", "not for the solution")
+        for k, inputs in enumerate(self.sets):
+            out = self._call(inputs)
+            self._sync()
+            tensors, problems, _ = self._flatten(out, inputs)
+            self._save(tensors, f"{msg['prefix']}{k}.pt")
+        return {}
+
+    def op_warmup(self, msg: dict) -> dict:
+        deadline = self.monotonic() + float(msg.get("max_s", 2.0))
+        n = 0
+        for i in range(int(msg.get("calls", 3))):
+            out = self._call(self.sets[i % len(self.sets)])
+            self._sync()
+            del out
+            n += 1
+            if self.monotonic() > deadline:
+                break
+        return {"calls": n}
+
+    def op_time_batch(self, msg: dict) -> dict:
+        self.batch_outputs = []
+        times = []
+        for k in msg["order"]:
+            inputs = self.sets[int(k)]
+            self._poison()
+            self.flush_buf.fill_(1)
+            self._sync()
+            out, us = self._timed_call(inputs)
+            times.append(us)
+            if msg.get("keep", True):
+                self.batch_outputs.append((out, inputs))
+            del out
+        return {"times_us": times}
+
+    def op_save_batch(self, msg: dict) -> dict:
+        saved = {}
+        problems: list[str] = []
+        for pos in msg["positions"]:
+            out, inputs = self.batch_outputs[int(pos)]
+            tensors, issues, _ = self._flatten(out, inputs)
+            problems += [f"timed call {pos}: {p}" for p in issues]
+            if not issues:
+                name = f"{msg['prefix']}{int(pos)}.pt"
+                self._save(tensors, name)
+                saved[str(pos)] = name
+        self.batch_outputs = []
+        return {"files": saved, "problems": problems}
+
+    def op_back_to_back(self, msg: dict) -> dict:
+        """Calls with no flush and one synchronise at the end; the parent times this with its own clock."""
+        for k in msg["order"]:
+            out = self._call(self.sets[int(k)])
+            del out
+        self._sync()
+        return {}
+
+    def op_calibrate(self, msg: dict) -> dict:
+        """Copy bandwidth of this device, in bytes per second (read + write), best of several copies."""
+        torch = self.torch
+        nbytes = int(msg.get("bytes", 256 << 20))
+        src = torch.empty(nbytes, dtype=torch.uint8, device=self.device).fill_(1)
+        dst = torch.empty_like(src)
+        best = float("inf")
+        for _ in range(int(msg.get("repeats", 10))):
+            self._sync()
+            t0 = self.perf()
+            dst.copy_(src)
+            self._sync()
+            best = min(best, self.perf() - t0)
+        return {"bytes_per_s": 2 * nbytes / best}
+
+    def op_integrity(self, msg: dict) -> dict:
+        findings = self.guards.integrity_report() if self.guards is not None else []
+        return {"findings": findings, "guards": self.guards is not None}
+
+
+if __name__ == "__main__":
+    main()

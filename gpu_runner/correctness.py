@@ -1,0 +1,117 @@
+"""Comparing a solution's outputs with the expected ones, computed elsewhere by the trusted reference.
+
+Two checks, both must pass: elementwise |got - expected| <= atol + rtol * |expected| (NaN and Inf must sit
+at the same places), and a magnitude-aware one, ||got - expected|| / ||expected|| <= the relative bound, so
+that zeros (or any small garbage) never pass on outputs whose values are all below atol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+# (atol, rtol, relative Frobenius bound) by output dtype. TF32 is off on both sides, so fp32 is true fp32.
+_TOLERANCES: dict[torch.dtype, tuple[float, float, float]] = {
+    torch.float64: (1e-6, 1e-6, 1e-6),
+    torch.float32: (1e-3, 1e-3, 1e-3),
+    torch.float16: (1e-2, 1e-2, 1e-2),
+    torch.bfloat16: (2e-2, 2e-2, 2e-2),
+}
+MIN_TRIALS = 5
+
+
+def tolerances(dtype: torch.dtype, meta: dict[str, Any]) -> tuple[float, float, float]:
+    atol, rtol, rel = _TOLERANCES.get(dtype, (0.0, 0.0, 0.0))
+    if "atol" in meta:
+        atol = float(meta["atol"])
+    if "rtol" in meta:
+        rtol = float(meta["rtol"])
+    # The magnitude check follows a problem's looser rtol, never a tighter one than the elementwise check.
+    return atol, rtol, max(rel, rtol)
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    message: str = ""
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    rel_fro_err: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[str, Any]) -> Comparison:
+    if len(expected) != len(got):
+        return Comparison(False, f"the model returned {len(got)} tensor(s), the reference {len(expected)}")
+    result = Comparison(True)
+    for i, (ref, out) in enumerate(zip(expected, got, strict=True)):
+        where = f"output {i}: " if len(expected) > 1 else ""
+        if type(out) is not torch.Tensor:
+            return Comparison(False, f"{where}not a torch.Tensor")
+        if tuple(out.shape) != tuple(ref.shape):
+            return Comparison(False, f"{where}shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+        if out.dtype != ref.dtype:
+            return Comparison(False, f"{where}dtype {out.dtype}, expected {ref.dtype}")
+        if not ref.dtype.is_floating_point and not ref.dtype.is_complex:
+            diff = out != ref
+            if bool(diff.any()):
+                idx = _unravel(int(diff.reshape(-1).nonzero()[0]), ref.shape)
+                return Comparison(False, f"{where}{int(diff.sum())} of {ref.numel()} elements differ; first at "
+                                         f"index {idx}: expected {ref[idx].item()}, got {out[idx].item()}")
+            continue
+        atol, rtol, rel_bound = tolerances(ref.dtype, meta)
+        r = ref.double()
+        o = out.double()
+        ref_nan, out_nan = torch.isnan(r), torch.isnan(o)
+        ref_inf, out_inf = torch.isinf(r), torch.isinf(o)
+        bad_special = (ref_nan != out_nan) | (ref_inf != out_inf) | (ref_inf & out_inf & (r != o))
+        finite = ~(ref_nan | ref_inf) & ~(out_nan | out_inf)
+        err = torch.where(finite, (o - r).abs(), torch.zeros_like(r))
+        allowed = atol + rtol * r.abs().nan_to_num(0.0, 0.0, 0.0)
+        excess = torch.where(bad_special, torch.full_like(r, float("inf")), err - allowed)
+        n_bad = int((excess > 0).sum())
+        max_abs = float(err.max()) if err.numel() else 0.0
+        rel_err = err / r.abs().clamp_min(atol if atol > 0 else 1e-30)
+        max_rel = float(rel_err.max()) if err.numel() else 0.0
+        ref_norm = float(torch.linalg.vector_norm(torch.where(finite, r, torch.zeros_like(r))))
+        diff_norm = float(torch.linalg.vector_norm(err))
+        rel_fro = diff_norm / ref_norm if ref_norm > 0 else (0.0 if diff_norm <= atol else float("inf"))
+        result.max_abs_err = max(result.max_abs_err, max_abs)
+        result.max_rel_err = max(result.max_rel_err, max_rel)
+        result.rel_fro_err = max(result.rel_fro_err, rel_fro)
+        if n_bad:
+            flat = int(excess.reshape(-1).argmax())
+            idx = _unravel(flat, ref.shape)
+            kind = "NaN/Inf where the reference has none (or the reverse)" if bool(bad_special.reshape(-1)[flat]) \
+                else f"|diff| {_fmt(float(err.reshape(-1)[flat]))} > atol {atol:g} + rtol {rtol:g} * |expected|"
+            return Comparison(
+                False,
+                f"{where}{n_bad} of {ref.numel()} elements mismatch; worst at index {idx}: expected "
+                f"{_fmt(float(ref.reshape(-1)[flat]))}, got {_fmt(float(out.reshape(-1)[flat]))} ({kind})",
+                max_abs, max_rel, rel_fro,
+            )
+        if rel_fro > rel_bound:
+            flat = int(err.reshape(-1).argmax())
+            idx = _unravel(flat, ref.shape)
+            return Comparison(
+                False,
+                f"{where}relative error ||got - expected|| / ||expected|| = {_fmt(rel_fro)} is over {rel_bound:g} "
+                f"(values this small pass elementwise, but not as a whole); worst at index {idx}: expected "
+                f"{_fmt(float(ref.reshape(-1)[flat]))}, got {_fmt(float(out.reshape(-1)[flat]))}",
+                max_abs, max_rel, rel_fro,
+            )
+    return result
+
+
+def _unravel(flat: int, shape: torch.Size) -> tuple[int, ...]:
+    idx = []
+    for dim in reversed(tuple(shape)):
+        idx.append(flat % dim if dim else 0)
+        flat //= dim if dim else 1
+    return tuple(reversed(idx))

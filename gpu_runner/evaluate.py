@@ -1,0 +1,502 @@
+"""One evaluation, decided by the trusted parent: `evaluate(problem_source, solution_source, ...) -> dict`.
+
+1. A trusted child (role eager) runs the problem's Model on the trial inputs and on K timing input sets; the
+   parent keeps those outputs as the expected ones. The solution never shares a process with them.
+2. A fresh sandboxed child (role solution) imports the solution; its extension builds are done by the parent
+   (builds.py). It runs the same trials (fresh inputs from the same seeds, memory poisoned before each call);
+   the parent compares. Then adaptive timing on the K sets, a sample of every batch checked (timing.py).
+3. The guards' findings, the memoisation check, the parent's own clock and the speed-of-light bound
+   (limits.py) can still reject. Baselines (eager, torch.compile) come from the cache or are timed the
+   same way in trusted children.
+Never raises for anything the solution does; raises ValueError for a malformed problem or bad arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import random
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpu_runner import baselines, builds, correctness, formats, limits, sandbox, sysinfo, timing
+from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError, load_tensors
+
+VERDICTS = ("accepted", "wrong_answer", "compile_error", "runtime_error", "timeout", "rejected")
+N_TRIALS = max(correctness.MIN_TRIALS, int(os.environ.get("KERNELHUB_TRIALS", "5")))
+MAX_OUTPUT_FILE = 8 << 30
+# Memory for the K timing input sets (each set lives in the solution's and the reference's process).
+SETS_BUDGET = {"cuda": 8 << 30, "cpu": 512 << 20}
+MIN_SETS, MAX_SETS = 2, 16
+
+
+def _step_timeout() -> float:
+    return float(os.environ.get("KERNELHUB_STEP_TIMEOUT_S", "120"))
+
+
+def _load_timeout() -> float:
+    return float(os.environ.get("KERNELHUB_LOAD_TIMEOUT_S", "300"))
+
+
+def _log(msg: str) -> None:
+    print(f"kernelhub: {msg}", file=sys.stderr, flush=True)
+
+
+class Verdict(Exception):
+    def __init__(self, verdict: str, message: str, rule: str | None = None) -> None:
+        super().__init__(message)
+        self.verdict, self.message, self.rule = verdict, message, rule
+
+
+class EvaluatorError(RuntimeError):
+    """A failure of the evaluator or of the problem, not of the solution."""
+
+
+class _ChildFailed(Exception):
+    def __init__(self, kind: str, message: str, rule: str | None = None) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.rule = kind, message, rule
+
+
+class _ChildGone(Exception):
+    def __init__(self, how: str, timed_out: bool) -> None:
+        super().__init__(how)
+        self.how, self.timed_out = how, timed_out
+
+
+class Session:
+    """The parent's side of one child: send an op, serve build requests, return the reply."""
+
+    def __init__(self, role: str, *, device: str, limits_: sandbox.Limits,
+                 on_build: Callable[[Any], dict[str, Any]] | None = None) -> None:
+        self.role = role
+        self.workdir = sandbox.new_workdir(f"{role}-")
+        self.child = sandbox.spawn(["-m", "gpu_runner.child", role], workdir=self.workdir, limits=limits_)
+        self.on_build = on_build
+        self.started = time.monotonic()
+        self.wall_limit = limits_.wall_s
+        self.build_seconds = 0.0
+
+    def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
+        channel = self.child.channel
+        try:
+            channel.send({"op": op, **fields})
+        except ChannelClosed:
+            raise _ChildGone(self.child.exit_description(), False) from None
+        deadline = time.monotonic() + (timeout or _step_timeout())
+        # The child's whole life is bounded too (build time excluded): a slow drip of answers ends as well.
+        life_end = self.started + self.build_seconds + self.wall_limit
+        while True:
+            try:
+                msg = channel.recv(deadline=min(deadline, life_end))
+            except ChannelTimeout:
+                raise _ChildGone("did not answer in time", True) from None
+            except (ChannelClosed, ProtocolError):
+                time.sleep(0.05)
+                raise _ChildGone(self.child.exit_description(), False) from None
+            if msg.get("op") == "build" and self.on_build is not None:
+                t0 = time.monotonic()
+                reply = self.on_build(msg.get("request"))
+                spent = time.monotonic() - t0
+                deadline += spent
+                self.build_seconds += spent
+                life_end += spent
+                channel.send(reply)
+                continue
+            if "op" in msg:
+                raise _ChildGone("sent an unexpected message", False)
+            if not msg.get("ok"):
+                kind = msg.get("kind")
+                kind = kind if kind in ("compile_error", "runtime_error", "rejected", "internal") else "runtime_error"
+                rule = msg.get("rule") if isinstance(msg.get("rule"), str) else None
+                raise _ChildFailed(kind, str(msg.get("message", ""))[:4000], rule)
+            return msg
+
+    def tensors(self, name: Any) -> list[Any]:
+        return load_tensors(self.workdir, name, max_bytes=MAX_OUTPUT_FILE)
+
+    def close(self) -> list[int]:
+        try:
+            if self.child.alive():
+                self.child.channel.send({"op": "exit"})
+        except ChannelClosed:
+            pass
+        return sandbox.kill(self.child)
+
+
+def _derived_seed(seed: int, what: str, i: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{what}:{i}".encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def _skeleton(problem_source: str, solution_source: str, device: str, seed: int) -> dict[str, Any]:
+    return {
+        "verdict": None, "correct": False, "runtime_us": None, "eager_us": None, "compile_us": None,
+        "speedup_vs_eager": None, "speedup_vs_compile": None, "message": "",
+        "rule": None, "stats": None, "baselines": {"eager": None, "compile": None},
+        "device": {"kind": device}, "versions": {}, "isolation": {}, "checks": {},
+        "language": formats.detect_language(solution_source),
+        "problem_hash": formats.source_hash(problem_source), "solution_hash": formats.source_hash(solution_source),
+        "seed": seed, "wall_s": None,
+    }
+
+
+def _cuda_present() -> bool:
+    return sysinfo.gpu_snapshot().get("available", False) or os.path.exists("/dev/nvidia0")
+
+
+def _limits(device: str) -> sandbox.Limits:
+    wall = float(os.environ.get("KERNELHUB_CHILD_WALL_S", "900"))
+    mem = None if device == "cuda" else int(float(os.environ.get("KERNELHUB_CHILD_MEMORY_GB", "8")) * (1 << 30))
+    return sandbox.Limits(wall_s=wall, cpu_s=int(wall * (os.cpu_count() or 1)), memory_bytes=mem)
+
+
+def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", seed: int = 0,
+             on_stage: Callable[[str], None] | None = None) -> dict:
+    """Check and time one solution; returns the result object (see docs/EVALUATOR.md)."""
+    started = time.monotonic()
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda', not {device!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError("seed must be a non-negative integer")
+    meta = formats.problem_metadata(problem_source)  # FormatError (a ValueError) for a malformed problem
+    if device == "cuda" and not _cuda_present():
+        raise EvaluatorError("device 'cuda' was asked for but this host has no NVIDIA GPU; use --device cpu")
+    result = _skeleton(problem_source, solution_source, device, seed)
+    run = _Run(problem_source, solution_source, meta, device, seed, on_stage, result)
+    try:
+        run.execute()
+        result["verdict"] = "accepted"
+        result["correct"] = True
+    except Verdict as v:
+        result["verdict"] = v.verdict
+        result["message"] = v.message
+        result["rule"] = v.rule
+        result["correct"] = v.verdict not in ("wrong_answer", "compile_error", "runtime_error", "timeout") and \
+            run.trials_passed
+        if v.verdict != "accepted":
+            result["runtime_us"] = None
+            result["speedup_vs_eager"] = result["speedup_vs_compile"] = None
+    finally:
+        run.cleanup()
+    result["versions"] = sysinfo.versions(run.child_versions)
+    result["wall_s"] = round(time.monotonic() - started, 3)
+    return result
+
+
+class _Run:
+    def __init__(self, problem_source: str, solution_source: str, meta: dict[str, Any], device: str, seed: int,
+                 on_stage: Callable[[str], None] | None, result: dict[str, Any]) -> None:
+        self.problem_source, self.solution_source, self.meta = problem_source, solution_source, meta
+        self.device, self.seed, self.on_stage, self.result = device, seed, on_stage, result
+        self.sessions: list[Session] = []
+        self.reference: Session | None = None
+        self.trials_passed = False
+        self.child_versions: dict[str, Any] = {}
+        self.compiling_announced = False
+        self.build_log: list[dict[str, Any]] = []
+
+    def stage(self, name: str) -> None:
+        _log(f"stage {name}")
+        if self.on_stage is not None:
+            self.on_stage(name)
+
+    def cleanup(self) -> None:
+        escaped: list[int] = []
+        for s in self.sessions:
+            escaped += s.close()
+        if escaped:
+            self.result["isolation"]["killed_escaped_processes"] = len(escaped)
+
+    def _session(self, role: str, on_build: Callable[[Any], dict[str, Any]] | None = None) -> Session:
+        s = Session(role, device=self.device, limits_=_limits(self.device), on_build=on_build)
+        self.sessions.append(s)
+        (s.workdir / "problem.py").write_text(self.problem_source)
+        if role == "solution":
+            (s.workdir / "solution.py").write_text(self.solution_source)
+        return s
+
+    def _trusted(self, s: Session, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
+        try:
+            return s.request(op, timeout=timeout, **fields)
+        except _ChildFailed as e:
+            raise EvaluatorError(f"the reference ({s.role}) failed at {op}: {e.message}") from None
+        except _ChildGone as e:
+            raise EvaluatorError(f"the reference ({s.role}) process {e.how} at {op}:\n{s.child.log_tail()}") from None
+
+    def _untrusted(self, s: Session, op: str, what: str, *, timeout: float | None = None,
+                   **fields: Any) -> dict[str, Any]:
+        try:
+            return s.request(op, timeout=timeout, **fields)
+        except _ChildFailed as e:
+            if e.kind == "rejected":
+                raise Verdict("rejected", f"rule {e.rule or 'anti_cheat'} broken while {what}: {e.message}",
+                              e.rule or "anti_cheat") from None
+            if e.kind == "internal":
+                raise EvaluatorError(e.message) from None
+            raise Verdict(e.kind, f"{what}: {e.message}") from None
+        except _ChildGone as e:
+            if e.timed_out:
+                limit = timeout or _step_timeout()
+                raise Verdict("timeout", f"the solution did not finish {what} within {limit:.0f} s "
+                                         "(the evaluation process was killed)") from None
+            tail = s.child.log_tail(1500).strip()
+            raise Verdict("runtime_error", f"the solution's process {e.how} while {what}"
+                          + (f"; its last output:\n{tail}" if tail else "")) from None
+
+    # ----- builds asked for by the solution -----
+    def _on_build(self, raw: Any) -> dict[str, Any]:
+        if not self.compiling_announced:
+            self.compiling_announced = True
+        try:
+            req = builds.validate_request(raw)
+        except builds.BuildRequestError as e:
+            return {"ok": False, "message": str(e)}
+        _log(f"build {req['name']} requested")
+        res = builds.build(req, device=self.device)
+        self.build_log.append({"name": req["name"], "cached": res.cached, "seconds": round(res.seconds, 2),
+                               "ok": res.ok, "key": res.key})
+        if not res.ok or res.library is None:
+            return {"ok": False, "message": f"building extension {req['name']!r} failed:\n{res.message}"}
+        session = self.sessions[-1]
+        target = session.workdir / "ext" / res.key
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(res.library, target / res.library.name)
+        return {"ok": True, "dir": f"ext/{res.key}"}
+
+    # ----- the evaluation -----
+    def execute(self) -> None:
+        try:
+            formats.check_solution(self.solution_source)
+        except formats.FormatError as e:
+            raise Verdict("compile_error", str(e)) from None
+        self._prescreen()
+        self._reference_outputs()
+        self.stage("compiling")
+        sol = self._session("solution", on_build=self._on_build)
+        reply = self._untrusted(sol, "load", "loading (import, build, ModelNew construction)",
+                                timeout=_load_timeout(), **self._load_fields("solution"))
+        info = reply.get("info") if isinstance(reply.get("info"), dict) else {}
+        self.child_versions = {k: v for k, v in info.items() if isinstance(v, (str, int)) or v is None}
+        self.result["isolation"] = {**sol.child.isolation, **{"observed": sandbox.observed_isolation(sol.child)},
+                                    "runtime_guards": bool(info.get("guards"))}
+        self.result["checks"]["builds"] = self.build_log
+        self.stage("checking")
+        self._trials(sol)
+        self.stage("timing")
+        self._time_solution(sol)
+        self._integrity(sol)
+        self.result["device"] = {**sysinfo.device_snapshot(self.device), "at": "timing"}
+        for s in [sol]:
+            s.close()
+            self.sessions.remove(s)
+        self._physics()
+        self._baselines()
+
+    def _prescreen(self) -> None:
+        try:
+            from gpu_runner import anticheat
+        except ImportError:
+            self.result["checks"]["prescreen"] = "not available (gpu_runner.anticheat missing)"
+            return
+        findings = anticheat.prescreen(self.solution_source, self.meta)
+        self.result["checks"]["prescreen"] = findings
+        if findings:
+            first = findings[0]
+            raise Verdict("rejected", f"rule {first.get('rule')} broken: {first.get('detail')}",
+                          str(first.get("rule")))
+
+    def _load_fields(self, role: str) -> dict[str, Any]:
+        policy = {k: self.meta[k] for k in ("allow_torch",) if k in self.meta}
+        return {"device": self.device, "seed": self.seed, "problem_file": "problem.py",
+                "solution_file": "solution.py" if role == "solution" else None, "policy": policy}
+
+    def _reference_outputs(self) -> None:
+        ref = self._session("eager")
+        self.reference = ref
+        self._trusted(ref, "load", timeout=_load_timeout(), **self._load_fields("eager"))
+        self.trial_seeds = [_derived_seed(self.seed, "trial", i) for i in range(N_TRIALS)]
+        self.expected: list[list[Any]] = []
+        for i, s in enumerate(self.trial_seeds):
+            reply = self._trusted(ref, "trial", seed=s, file=f"ref_trial_{i}.pt")
+            if reply["problems"]:
+                raise EvaluatorError(f"the problem's Model output is unusable: {reply['problems']}")
+            self.expected.append(ref.tensors(f"ref_trial_{i}.pt"))
+            self.structure = reply["structure"]
+            self.input_bytes, self.output_bytes = int(reply["input_bytes"]), int(reply["output_bytes"])
+        per_set = max(1, self.input_bytes + self.output_bytes)
+        self.n_sets = max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.device] // per_set))
+        rng = random.SystemRandom()
+        # Fresh seeds every evaluation: nothing a solution saw before can match these inputs.
+        self.set_seeds = [rng.randrange(1 << 31) for _ in range(self.n_sets)]
+        self._trusted(ref, "prepare_timing", seeds=self.set_seeds)
+        self._trusted(ref, "set_outputs", prefix="ref_set_")
+        self.expected_sets = [ref.tensors(f"ref_set_{k}.pt") for k in range(self.n_sets)]
+        self.result["checks"].update({"trials": N_TRIALS, "timing_input_sets": self.n_sets,
+                                      "input_bytes": self.input_bytes, "output_bytes": self.output_bytes})
+        self.device_model = sysinfo.device_model(self.device)
+        self.bandwidth = limits.cached_bandwidth(self.device_model)
+        if self.bandwidth is None:
+            nbytes = (1 << 30) if self.device == "cuda" else (64 << 20)
+            bw = float(self._trusted(ref, "calibrate", bytes=nbytes)["bytes_per_s"])
+            limits.store_bandwidth(self.device_model, bw, f"best of 10 copies of {nbytes} bytes")
+            self.bandwidth = bw
+
+    def _poison_bytes(self) -> int:
+        return int(min(2 * self.output_bytes + (1 << 20), 1 << 30))
+
+    def _compare(self, expected: list[Any], got: list[Any], where: str) -> correctness.Comparison:
+        cmp = correctness.compare(expected, got, self.meta)
+        checks = self.result["checks"]
+        checks["max_abs_err"] = max(checks.get("max_abs_err", 0.0), cmp.max_abs_err)
+        checks["max_rel_fro_err"] = max(checks.get("max_rel_fro_err", 0.0), cmp.rel_fro_err)
+        if not cmp.ok:
+            raise Verdict("wrong_answer", f"{where}: {cmp.message}")
+        return cmp
+
+    def _structure_problems(self, reply: dict[str, Any], where: str) -> None:
+        problems = reply.get("problems")
+        if not isinstance(problems, list):
+            raise Verdict("runtime_error", f"{where}: malformed reply from the evaluation process")
+        if problems:
+            text = "; ".join(str(p)[:300] for p in problems[:3])
+            rule = "output_aliases_input" if "shares memory" in text else "output_not_plain_tensor"
+            raise Verdict("rejected", f"rule {rule} broken, {where}: {text}", rule)
+
+    def _trials(self, sol: Session) -> None:
+        for i, s in enumerate(self.trial_seeds):
+            where = f"trial {i + 1} of {len(self.trial_seeds)} (seed {s})"
+            reply = self._untrusted(sol, "trial", where, seed=s, file=f"trial_{i}.pt",
+                                    poison_bytes=self._poison_bytes())
+            self._structure_problems(reply, where)
+            if reply.get("structure") != self.structure:
+                raise Verdict("wrong_answer", f"{where}: the output is {reply.get('structure')}, the reference's "
+                                              f"is {self.structure}")
+            got = self._read(sol, f"trial_{i}.pt", where)
+            self._compare(self.expected[i], got, where)
+        self.trials_passed = True
+
+    def _read(self, sol: Session, name: Any, where: str) -> list[Any]:
+        try:
+            return sol.tensors(name)
+        except ProtocolError as e:
+            raise Verdict("runtime_error", f"{where}: the output could not be read ({e})") from None
+
+    def _time_solution(self, sol: Session) -> None:
+        self._untrusted(sol, "prepare_timing", "preparing the timing inputs", seeds=self.set_seeds)
+        batch_no = [0]
+
+        def check_batch(positions: list[int], order: list[int]) -> None:
+            batch_no[0] += 1
+            prefix = f"b{batch_no[0]}_"
+            reply = self._untrusted(sol, "save_batch", "saving timed outputs", positions=positions, prefix=prefix)
+            self._structure_problems(reply, "in a timed call")
+            files = reply.get("files") if isinstance(reply.get("files"), dict) else {}
+            for pos in positions:
+                where = f"timed call on input set {order[pos]}"
+                if str(pos) not in files:
+                    raise Verdict("runtime_error", f"{where}: no output was saved")
+                got = self._read(sol, files[str(pos)], where)
+                self._compare(self.expected_sets[order[pos]], got,
+                              f"{where} (checked during timing; the output differs from the expected one)")
+                (sol.workdir / files[str(pos)]).unlink(missing_ok=True)
+
+        try:
+            t = timing.run_timing(_UntrustedTiming(self, sol), device=self.device, n_sets=self.n_sets,
+                                  check_batch=check_batch)
+        except timing.TimingRejected as e:
+            raise Verdict("rejected", f"rule {e.rule} broken: {e.message}", e.rule) from None
+        stats = t["stats"]
+        self.result["stats"] = stats
+        self.result["runtime_us"] = stats["median_us"]
+        self.result["checks"].update({"timed_calls_checked": t["checked_calls"], "memoization": t["memo"],
+                                      "wall_per_call_us": t["wall_per_call_us"]})
+        median = stats["median_us"]
+        if t["memo"] and t["memo"]["suspicious"]:
+            raise Verdict("rejected", "rule memoization broken: repeat calls on an input set took "
+                          f"{t['memo']['repeat_median_us']:.1f} us against {t['memo']['first_call_median_us']:.1f} us "
+                          "for the first call on each set; do not cache results across calls", "memoization")
+        # On a GPU, work left running on another stream or thread shows up in the parent's clock. (On a CPU
+        # nothing is asynchronous, and a busy host makes this comparison noisy: the guards watch threads.)
+        if self.device == "cuda" and t["wall_per_call_us"] > 4 * median + 500:
+            raise Verdict("rejected", f"rule work_outside_timer broken: back-to-back calls took "
+                          f"{t['wall_per_call_us']:.0f} us each by the evaluator's clock, the timed calls "
+                          f"{median:.0f} us; all work must finish inside forward", "work_outside_timer")
+
+    def _integrity(self, sol: Session) -> None:
+        reply = self._untrusted(sol, "integrity", "reporting")
+        findings = reply.get("findings")
+        if not isinstance(findings, list):
+            raise Verdict("rejected", "rule anti_cheat broken: the integrity report was tampered with", "anti_cheat")
+        self.result["checks"]["integrity"] = findings[:20]
+        if findings:
+            f = findings[0] if isinstance(findings[0], dict) else {"rule": "anti_cheat", "detail": str(findings[0])}
+            raise Verdict("rejected", f"rule {f.get('rule')} broken: {f.get('detail')}", str(f.get("rule")))
+
+    def _physics(self) -> None:
+        median = self.result["runtime_us"]
+        sol_check = limits.check(self.device, median, limits.least_bytes(self.input_bytes, self.output_bytes),
+                                 self.bandwidth)
+        self.result["checks"]["speed_of_light"] = sol_check
+        if not sol_check["ok"]:
+            raise Verdict("rejected", f"rule faster_than_speed_of_light broken: {median:.2f} us to move "
+                          f"{sol_check['least_bytes']} bytes is below the physical floor of "
+                          f"{sol_check['floor_us']:.2f} us on this device", "faster_than_speed_of_light")
+
+    def _baselines(self) -> None:
+        versions = sysinfo.versions(self.child_versions)
+        for mode in ("eager", "compile"):
+            key = baselines.key(problem_hash=self.result["problem_hash"], device_model=self.device_model,
+                                versions=versions, mode=mode)
+            stats = baselines.load(key)
+            if stats is None:
+                stats = self._time_baseline(mode)
+                if stats.get("median_us"):
+                    baselines.store(key, stats)
+            else:
+                stats = {**stats, "cached": True}
+            self.result["baselines"][mode] = stats
+            median = stats.get("median_us")
+            self.result[f"{mode}_us"] = median
+            if median and self.result["runtime_us"]:
+                self.result[f"speedup_vs_{mode}"] = median / self.result["runtime_us"]
+
+    def _time_baseline(self, mode: str) -> dict[str, Any]:
+        try:
+            if mode == "eager":
+                session = self.reference
+            else:
+                session = self._session("compile")
+                self._trusted(session, "load", timeout=_load_timeout(), **self._load_fields("compile"))
+                self._trusted(session, "prepare_timing", seeds=self.set_seeds)
+            assert session is not None
+            t = timing.run_timing(_TrustedTiming(self, session), device=self.device, n_sets=self.n_sets)
+            stats = {**t["stats"], "device": self.device_model}
+            return {k: v for k, v in stats.items() if not (isinstance(v, float) and math.isnan(v))}
+        except (EvaluatorError, timing.TimingRejected) as e:
+            _log(f"baseline {mode} failed: {e}")
+            return {"error": str(e)[:2000]}
+
+
+class _UntrustedTiming:
+    """Adapts the untrusted session's requests to timing.run_timing, with verdicts for failures."""
+
+    def __init__(self, run: _Run, session: Session) -> None:
+        self.run, self.session = run, session
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        return self.run._untrusted(self.session, op, f"timing ({op})", **fields)
+
+
+class _TrustedTiming(_UntrustedTiming):
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        timeout = _load_timeout() if op == "warmup" else None  # torch.compile compiles on the first calls
+        return self.run._trusted(self.session, op, timeout=timeout, **fields)
+
+
+def evaluate_files(problem: Path, solution: Path, **kwargs: Any) -> dict:
+    return evaluate(problem.read_text(), solution.read_text(), **kwargs)

@@ -1,0 +1,441 @@
+"""Spawning and killing the child processes that run untrusted code (and the trusted reference, the same way).
+
+What is in force is recorded in every result (`isolation`), because it depends on the host:
+- always: a fresh process per evaluation, its own session and process group, its own directory (cwd, HOME,
+  TMPDIR and every compiler cache inside it), an allowlisted environment, rlimits, a wall-clock deadline that
+  kills the whole group, a sweep for escaped descendants by a per-evaluation marker variable;
+- where `unshare` works (root, or user namespaces allowed): new network, mount and PID namespaces. No network
+  at all; every descendant dies with the child (PID namespace); and the harness, before any solution code
+  runs, remounts every filesystem read-only except its own directory, puts fresh tmpfs on /tmp, /var/tmp
+  and /dev/shm, and drops all capabilities (see `lockdown`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import os
+import resource
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from gpu_runner.protocol import Channel
+
+MARKER_VAR = "KERNELHUB_EVAL_MARKER"
+# Variables of the runner a child may see; nothing else crosses (no tokens, no broker URL, no proxies).
+ENV_ALLOWLIST = (
+    "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CC", "CXX",
+    "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+)
+LOG_TAIL_BYTES = 4000
+_UNSHARE_ARGS = ["--net", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KERNELHUB_CACHE_DIR") or Path.home() / ".cache" / "kernelhub")
+
+
+def work_base() -> Path:
+    # Outside /tmp: the child gets a fresh tmpfs on /tmp, and its own directory must stay visible to it.
+    base = cache_dir() / "work"
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
+@functools.cache
+def unshare_works() -> bool:
+    exe = shutil.which("unshare")
+    if not exe or os.environ.get("KERNELHUB_NO_NAMESPACES"):
+        return False
+    try:
+        return subprocess.run([exe, *_UNSHARE_ARGS, "true"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _python_path() -> str:
+    # The directory holding the gpu_runner package, so the child imports this very code.
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def child_env(workdir: Path, marker: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+    env.setdefault("LANG", "C.UTF-8")
+    bin_dirs = [str(Path(sys.executable).parent), "/usr/local/cuda/bin", "/usr/local/bin", "/usr/bin", "/bin"]
+    env.update(
+        {
+            "PATH": ":".join(dict.fromkeys(bin_dirs)),
+            "HOME": str(workdir),
+            "USER": "kernelhub",
+            "LOGNAME": "kernelhub",
+            "TMPDIR": str(workdir / "tmp"),
+            "TORCH_EXTENSIONS_DIR": str(workdir / "cache-torch-extensions"),
+            "TRITON_CACHE_DIR": str(workdir / "cache-triton"),
+            "CUPY_CACHE_DIR": str(workdir / "cache-cupy"),
+            "TORCHINDUCTOR_CACHE_DIR": str(workdir / "cache-inductor"),
+            "XDG_CACHE_HOME": str(workdir / "cache-xdg"),
+            "PYTHONPATH": _python_path(),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONUNBUFFERED": "1",
+            MARKER_VAR: marker,
+        }
+    )
+    env.update(extra or {})
+    return env
+
+
+def _count_processes_of(uid: int) -> int:
+    n = 0
+    for p in psutil.process_iter(["uids"]):
+        try:
+            if p.info["uids"] and p.info["uids"].real == uid:
+                n += 1
+        except psutil.Error:
+            pass
+    return n
+
+
+@dataclass
+class Limits:
+    wall_s: float
+    cpu_s: int
+    memory_bytes: int | None  # RLIMIT_AS; None on CUDA (the driver maps huge virtual ranges)
+    file_bytes: int = 8 << 30
+    tasks: int = 1024
+
+
+def _preexec(limits: Limits, nproc: int) -> Any:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+        # RLIMIT_NPROC counts every task of the real uid; it binds root only once capabilities are dropped.
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        if limits.memory_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+
+    return apply
+
+
+@dataclass
+class Child:
+    proc: subprocess.Popen
+    channel: Channel
+    workdir: Path
+    marker: str
+    isolation: dict[str, Any] = field(default_factory=dict)
+    descendants: dict[int, psutil.Process] = field(default_factory=dict)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, limit: int = LOG_TAIL_BYTES) -> str:
+        path = self.workdir / "log.txt"
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - limit))
+                data = f.read()
+        except OSError:
+            return ""
+        text = data.decode("utf-8", "replace")
+        return ("...\n" if size > limit else "") + text
+
+    def exit_description(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        # unshare reports a signal-killed child as 128 + signal number
+        if code > 128 and self.isolation.get("namespaces"):
+            try:
+                return f"killed by signal {signal.Signals(code - 128).name}"
+            except ValueError:
+                pass
+        return f"exited with status {code}"
+
+
+def new_workdir(prefix: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=work_base()))
+    path.chmod(0o700)
+    for sub in ("tmp", "cache-torch-extensions", "cache-triton", "cache-cupy", "cache-inductor", "cache-xdg"):
+        (path / sub).mkdir()
+    return path
+
+
+def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str, str] | None = None,
+          marker: str | None = None) -> Child:
+    """Start `python <argv>` sandboxed in workdir, with a channel on fd 3 (passed as the first argument)."""
+    marker = marker or secrets.token_hex(16)
+    parent_sock, child_sock = socket.socketpair()
+    env = child_env(workdir, marker, extra_env)
+    namespaces = unshare_works()
+    cmd = [sys.executable, "-s", *argv, str(child_sock.fileno())]
+    if namespaces:
+        cmd = [shutil.which("unshare") or "unshare", *_UNSHARE_ARGS, "--", *cmd]
+        env["KERNELHUB_LOCKDOWN"] = str(workdir)
+    nproc = _count_processes_of(os.getuid()) + limits.tasks
+    log = open(workdir / "log.txt", "wb")  # noqa: SIM115 - handed to the child
+    try:
+        proc = subprocess.Popen(
+            cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            pass_fds=(child_sock.fileno(),), start_new_session=True, preexec_fn=_preexec(limits, nproc),
+        )
+    finally:
+        log.close()
+        child_sock.close()
+    isolation = {
+        "process": "fresh process, own session and process group",
+        "namespaces": namespaces,
+        "network": "none (new network namespace)" if namespaces else "host network (unshare not permitted)",
+        "pid_namespace": namespaces,
+        "env": "allowlist: " + ", ".join(sorted(set(env) - {MARKER_VAR, "KERNELHUB_LOCKDOWN"})),
+        "rlimits": {
+            "cpu_s": limits.cpu_s,
+            "address_space_bytes": limits.memory_bytes,
+            "file_bytes": limits.file_bytes,
+            "tasks": "bounded once capabilities are dropped" if namespaces else (
+                "bounded" if os.getuid() != 0 else "not bounded (root keeps CAP_SYS_RESOURCE)"),
+        },
+        "wall_clock_s": limits.wall_s,
+    }
+    return Child(proc=proc, channel=Channel(parent_sock), workdir=workdir, marker=marker, isolation=isolation)
+
+
+def _remember_descendants(child: Child) -> None:
+    try:
+        for p in psutil.Process(child.proc.pid).children(recursive=True):
+            child.descendants[p.pid] = p
+    except psutil.Error:
+        pass
+
+
+def _marked(marker: str) -> list[psutil.Process]:
+    found = []
+    me = os.getpid()
+    for p in psutil.process_iter():
+        if p.pid == me:
+            continue
+        try:
+            if p.environ().get(MARKER_VAR) == marker:
+                found.append(p)
+        except psutil.Error:
+            pass
+    return found
+
+
+def kill(child: Child, *, remove_dir: bool = True) -> list[int]:
+    """Kill the child, its process group, every descendant and anything carrying its marker; wait for them.
+
+    Returns the pids found alive after the process group was killed (escapees), for the record.
+    """
+    _remember_descendants(child)
+    try:
+        os.killpg(child.proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        child.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    # What is still alive now left the process group (setsid, double fork): hunt it down by ancestry and marker.
+    escapees: list[int] = []
+    for _ in range(50):
+        stragglers = {p.pid: p for p in _marked(child.marker)}
+        for pid, p in child.descendants.items():
+            stragglers.setdefault(pid, p)
+        # is_running() also compares creation times, so a recycled pid is never mistaken for ours.
+        alive = [p for p in stragglers.values() if p.is_running() and _not_zombie(p)]
+        if not alive:
+            break
+        for p in alive:
+            escapees.append(p.pid)
+            try:
+                print(f"kernelhub: killing escaped process {p.pid} {p.cmdline()[:4]}", file=sys.stderr)
+            except psutil.Error:
+                pass
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        time.sleep(0.1)
+    child.channel.close()
+    if remove_dir:
+        shutil.rmtree(child.workdir, ignore_errors=True)
+    return sorted(set(escapees))
+
+
+def _not_zombie(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+# ----- inside the child: the lockdown the harness applies before any untrusted code runs -----
+
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME, _MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
+_OPTION_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC, "noatime": _MS_NOATIME,
+                 "nodiratime": _MS_NODIRATIME, "relatime": _MS_RELATIME}
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _mount(libc: Any, source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    if libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+def _mount_points() -> list[tuple[str, int]]:
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            mount_point = parts[4].replace("\\040", " ")
+            flags = 0
+            for opt in parts[5].split(","):
+                flags |= _OPTION_FLAGS.get(opt, 0)
+            points.append((mount_point, flags))
+    return points
+
+
+def _drop_capabilities(libc: Any) -> None:
+    pr_set_no_new_privs, pr_capbset_drop, pr_cap_ambient, pr_cap_ambient_clear_all = 38, 24, 47, 4
+    libc.prctl(pr_cap_ambient, pr_cap_ambient_clear_all, 0, 0, 0)
+    for cap in range(64):
+        libc.prctl(pr_capbset_drop, cap, 0, 0, 0)
+    if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header = Header(0x20080522, 0)
+    data = (Data * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def lockdown(workdir: str) -> dict[str, Any]:
+    """Called first thing in a child started in fresh namespaces. Returns what it achieved.
+
+    Every filesystem read-only except `workdir` and fresh tmpfs mounts on /tmp, /var/tmp, /dev/shm; then all
+    capabilities dropped, so the child cannot undo any of it, and RLIMIT_NPROC binds it.
+    """
+    result: dict[str, Any] = {"fs": "not locked down", "capabilities": "kept"}
+    libc = _libc()
+    try:
+        _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE, None)
+        # Held open so the directory can be bound back should a fresh tmpfs below cover it.
+        handle = os.open(workdir, os.O_PATH | os.O_DIRECTORY)
+        own = {workdir}
+        for tmp in ("/tmp", "/var/tmp", "/dev/shm"):
+            if os.path.isdir(tmp):
+                _mount(libc, "tmpfs", tmp, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=2g,mode=1777")
+                own.add(tmp)
+        os.makedirs(workdir, exist_ok=True)
+        _mount(libc, f"/proc/self/fd/{handle}", workdir, None, _MS_BIND | _MS_REC, None)
+        os.close(handle)
+        os.chdir(workdir)
+        failed = []
+        for point, flags in _mount_points():
+            if point in own or point == "/proc" or point.startswith("/proc/"):
+                continue
+            try:
+                _mount(libc, None, point, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags, None)
+            except OSError:
+                failed.append(point)
+        probe = Path("/kernelhub-write-probe")
+        try:
+            probe.write_text("x")
+            probe.unlink()
+            writable_root = True
+        except OSError:
+            writable_root = False
+        result["fs"] = (
+            "read-only except its own directory and private tmpfs on /tmp, /var/tmp, /dev/shm"
+            if not writable_root else "remount failed: / stayed writable"
+        )
+        if failed:
+            result["fs_not_readonly"] = failed[:20]
+    except OSError as e:
+        result["fs"] = f"not locked down ({e})"
+    try:
+        _drop_capabilities(libc)
+        result["capabilities"] = "all dropped, no_new_privs"
+    except OSError as e:
+        result["capabilities"] = f"kept ({e})"
+    return result
+
+
+def _harness_pid(child: Child) -> int:
+    """The Python process of the child (under `unshare` it is unshare's only child)."""
+    if not child.isolation.get("namespaces"):
+        return child.proc.pid
+    try:
+        kids = psutil.Process(child.proc.pid).children()
+        return kids[0].pid if kids else child.proc.pid
+    except psutil.Error:
+        return child.proc.pid
+
+
+def observed_isolation(child: Child) -> dict[str, Any]:
+    """What the parent can see for itself in /proc about the child: nothing here is the child's own claim."""
+    pid = _harness_pid(child)
+    seen: dict[str, Any] = {}
+    for ns in ("net", "mnt", "pid"):
+        try:
+            seen[f"own_{ns}_namespace"] = os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
+        except OSError:
+            seen[f"own_{ns}_namespace"] = None
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    seen["capabilities_dropped"] = int(line.split()[1], 16) == 0
+                elif line.startswith("NoNewPrivs:"):
+                    seen["no_new_privs"] = line.split()[1] == "1"
+                elif line.startswith("Uid:"):
+                    seen["uid"] = int(line.split()[1])
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid}/mountinfo") as f:
+            mounts = [line.split() for line in f]
+        root = [m for m in mounts if m[4] == "/"]
+        seen["root_read_only"] = bool(root) and "ro" in root[-1][5].split(",")
+        writable = [m[4] for m in mounts if "rw" in m[5].split(",") and not m[4].startswith(("/proc", "/sys", "/dev"))
+                    and m[4] not in ("/tmp", "/var/tmp")]
+        seen["writable_mounts"] = writable[:10]
+    except OSError:
+        pass
+    return seen

@@ -1,0 +1,129 @@
+"""Timing statistics and the adaptive timing loop the parent drives in a child.
+
+Each timed call runs on a fresh input set from a rotation of K sets made before the loop (more sets than a
+cache could usefully key on), after poisoning the allocator and flushing the cache (twice the GPU's L2;
+64 MiB on a CPU), and ends after a device-wide synchronise (CUDA events), so work left on another stream is
+inside the time. Repetitions go on in batches until the relative standard error of the mean is under
+TARGET_RSE, or the budget is spent. The parent checks a random sample of each batch's outputs, picked after
+the batch ran, against the expected outputs, and times one back-to-back batch with its own clock.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import statistics
+import time
+from typing import Any
+
+TARGET_RSE = 0.01
+MIN_REPS = 20
+MAX_REPS = int(os.environ.get("KERNELHUB_MAX_REPS", "2000"))
+BUDGET_S = {"cuda": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "10")),
+            "cpu": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "3"))}
+# A repeat call on an input set more than this much faster than the first call on it looks like memoisation.
+MEMO_RATIO = 0.5
+
+
+def summarize(times_us: list[float]) -> dict[str, Any]:
+    n = len(times_us)
+    if not n:
+        return {"n": 0}
+    ordered = sorted(times_us)
+    mean = statistics.fmean(ordered)
+    std = statistics.stdev(ordered) if n > 1 else 0.0
+    # Distribution-free 95% interval for the median: order statistics around n/2 (binomial, normal approx.).
+    half = 0.98 * math.sqrt(n)
+    lo = max(0, int(math.floor(n / 2 - half)) - 1)
+    hi = min(n - 1, int(math.ceil(n / 2 + half)))
+    return {
+        "n": n,
+        "mean_us": mean,
+        "std_us": std,
+        "median_us": statistics.median(ordered),
+        "min_us": ordered[0],
+        "max_us": ordered[-1],
+        "ci95_us": [ordered[lo], ordered[hi]],
+        "rse": (std / math.sqrt(n) / mean) if mean > 0 and n > 1 else None,
+    }
+
+
+class TimingRejected(Exception):
+    """The child's times contradict what the parent can observe; `rule` names how."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule, self.message = rule, message
+
+
+def validate_times(value: Any, expected_len: int) -> list[float]:
+    if not isinstance(value, list) or len(value) != expected_len:
+        raise TimingRejected("timing_protocol", "the evaluation process returned a malformed list of times")
+    out = []
+    for t in value:
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t <= 0:
+            raise TimingRejected("timing_protocol", f"the evaluation process returned an impossible time {t!r}")
+        out.append(float(t))
+    return out
+
+
+def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None) -> dict[str, Any]:
+    """Adaptive timing in `session` (a child already loaded and with n_sets input sets prepared).
+
+    check_batch(positions, order, reply) is called for the solution; it raises to stop with a verdict.
+    Returns {"times_us", "stats", "checked_calls", "memo", "wall"}.
+    """
+    rng = random.SystemRandom()
+    session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
+    times: list[float] = []
+    first_seen: dict[int, float] = {}
+    repeats: list[float] = []
+    checked = 0
+    budget_end = time.monotonic() + BUDGET_S[device]
+    batch = 10
+    while True:
+        order = [rng.randrange(n_sets) for _ in range(batch)]
+        t0 = time.perf_counter()
+        reply = session.request("time_batch", order=order, keep=check_batch is not None)
+        wall = time.perf_counter() - t0
+        batch_times = validate_times(reply.get("times_us"), len(order))
+        if sum(batch_times) > wall * 1e6 * 1.05 + 1000:
+            raise TimingRejected(
+                "timing_inconsistent",
+                f"the reported times add up to {sum(batch_times):.0f} us but the batch took {wall * 1e6:.0f} us "
+                "by the evaluator's clock",
+            )
+        if check_batch is not None:
+            # Picked after the batch ran, so the solution cannot know which calls are checked.
+            positions = sorted(rng.sample(range(len(order)), k=max(1, len(order) // 3)))
+            check_batch(positions, order)
+            checked += len(positions)
+        for k, t in zip(order, batch_times, strict=True):
+            if k in first_seen:
+                repeats.append(t)
+            else:
+                first_seen[k] = t
+        times += batch_times
+        stats = summarize(times)
+        if len(times) >= MIN_REPS and stats["rse"] is not None and stats["rse"] < TARGET_RSE:
+            break
+        if len(times) >= MAX_REPS or time.monotonic() > budget_end:
+            break
+        batch = min(100, batch * 2)
+    # The parent's own clock on back-to-back calls: work that escapes the timed window shows up here.
+    order = [rng.randrange(n_sets) for _ in range(max(5, min(50, len(times) // 4)))]
+    t0 = time.perf_counter()
+    session.request("ping")
+    rtt = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    session.request("back_to_back", order=order)
+    wall_per_call_us = max(0.0, time.perf_counter() - t0 - rtt) / len(order) * 1e6
+    memo = None
+    if first_seen and repeats:
+        first_med = statistics.median(first_seen.values())
+        rep_med = statistics.median(repeats)
+        memo = {"first_call_median_us": first_med, "repeat_median_us": rep_med,
+                "suspicious": len(first_seen) >= 3 and rep_med < MEMO_RATIO * first_med}
+    return {"times_us": times, "stats": summarize(times), "checked_calls": checked, "memo": memo,
+            "wall_per_call_us": wall_per_call_us}
