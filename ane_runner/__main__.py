@@ -64,7 +64,8 @@ def _read_text(path: Path) -> str:
     try:
         return path.read_text()
     except OSError as exc:
-        raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from exc
+        print(f"error: cannot read {path}: {exc.strerror}", file=sys.stderr)
+        raise SystemExit(2) from exc
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ def test_it_exits_1_with_issues_for_an_ineligible_solution(tmp_path):
 
 def test_it_says_what_to_do_with_bad_arguments(tmp_path):
     run = _cli("--problem", str(tmp_path / "missing.py"), "--solution", str(POINTWISE), "--json")
-    assert run.returncode != 0 and "cannot read" in run.stderr and run.stdout == ""
+    assert run.returncode == 2 and "cannot read" in run.stderr and run.stdout == ""
     not_a_problem = tmp_path / "p.py"
     not_a_problem.write_text("x = 1\n")
     run = _cli("--problem", str(not_a_problem), "--solution", str(POINTWISE), "--json")
