@@ -79,21 +79,27 @@ class Output:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Accepted before or after the command (`kernelhub --url U status 3` and `kernelhub status 3 --url U`);
+    # SUPPRESS keeps a sub-command's unset default from overwriting the value given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=argparse.SUPPRESS,
+                        help="site URL (overrides KERNELHUB_URL and the stored login)")
+    common.add_argument("--token", default=argparse.SUPPRESS,
+                        help="API token (overrides KERNELHUB_TOKEN and the stored login)")
+    common.add_argument("--retries", type=int, default=argparse.SUPPRESS, metavar="N",
+                        help="retries on HTTP 429, 5xx and connection failures (default 5)")
     parser = argparse.ArgumentParser(
         prog="kernelhub",
         description="Submit kernels to a KernelHub site and read verdicts and leaderboards.",
         epilog="Exit codes: 0 success/accepted, 1 wrong answer, 2 usage, 3 compile/runtime error or timeout, "
                "4 rejected, 5 API error, 6 network error, 7 no verdict. KERNELHUB_URL and KERNELHUB_TOKEN "
                "override the stored login.",
+        parents=[common],
     )
-    parser.add_argument("--url", help="site URL (overrides KERNELHUB_URL and the stored login)")
-    parser.add_argument("--token", help="API token (overrides KERNELHUB_TOKEN and the stored login)")
-    parser.add_argument("--retries", type=int, default=5, metavar="N",
-                        help="retries on HTTP 429, 5xx and connection failures (default 5)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_text: str, json_flag: bool = True) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, parents=[] if name == "login" else [common])
         if json_flag:
             p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
         return p
@@ -135,8 +141,8 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
     try:
         if args.command == "login":
             return cmd_login(args, out)
-        with Client.from_config(url=args.url, token=args.token, max_retries=max(0, args.retries),
-                                on_retry=out.note) as client:
+        with Client.from_config(url=getattr(args, "url", None), token=getattr(args, "token", None),
+                                max_retries=max(0, getattr(args, "retries", 5)), on_retry=out.note) as client:
             if args.command == "problems":
                 return cmd_problems(client, args, out)
             if args.command == "submit":

@@ -47,7 +47,7 @@ def test_it_gives_up_after_the_retry_budget_with_the_servers_message():
     with scripted_server(script) as (url, seen):
         client = Client(url, "t", max_retries=2, sleep=lambda s: None)
         stdout, stderr = io.StringIO(), io.StringIO()
-        code = main(["--url", url, "problems", "--json"], stdout=stdout, stderr=stderr)
+        code = main(["--url", url, "--retries", "1", "problems", "--json"], stdout=stdout, stderr=stderr)
         assert code == EXIT_API_ERROR
         body = json.loads(stdout.getvalue())
         assert body["error"]["code"] == "unavailable" and body["error"]["status"] == 503
