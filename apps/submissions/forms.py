@@ -90,7 +90,9 @@ class SubmitForm(forms.Form):
         if size > settings.MAX_SOURCE_BYTES:
             self.add_error("source", self._too_big(size))
             return data
-        data["source_text"] = text
+        # Browsers send a textarea's lines ending in CRLF: store the file's text as an API client would send
+        # it, so the same solution has one hash (deduplication) whichever way it came.
+        data["source_text"] = text.replace("\r\n", "\n")
         return data
 
     @staticmethod

@@ -4,14 +4,11 @@ without a reload."""
 
 from __future__ import annotations
 
-import base64
-import json
-import time
-
 import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.broker import take_job
 from tests.pages.fixtures import SOLUTION
 
 RESULT = {
@@ -31,31 +28,6 @@ RESULT = {
 }
 
 
-def _job_from_broker(evaluation_id: int, timeout_s: float = 10.0) -> dict:
-    """Takes the job message the site sent to the pool's queue, as a runner's worker would (so no real worker
-    of a later test finds it)."""
-    import redis
-    from django.conf import settings
-
-    client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            for raw in client.lrange("pool.cpu", 0, -1):
-                message = json.loads(raw)
-                body = message["body"]
-                if message.get("properties", {}).get("body_encoding") == "base64":
-                    body = base64.b64decode(body)
-                _args, kwargs, _embed = json.loads(body)
-                if kwargs["job"]["evaluation_id"] == evaluation_id:
-                    client.lrem("pool.cpu", 1, raw)
-                    return kwargs["job"]
-            time.sleep(0.1)
-    finally:
-        client.close()
-    raise AssertionError(f"No job for evaluation {evaluation_id} on queue pool.cpu after {timeout_s} s.")
-
-
 @pytest.fixture
 def runner_secret(cpu_pool):
     from apps.devices import services as device_services
@@ -71,7 +43,7 @@ def test_it_shows_stages_and_verdict_live(live_asgi_server, login_page, alice, a
     submission, evaluation, _ = services.submission_create(
         entrant=alice_agent, problem_slug=problem.slug, source=SOLUTION, language="cpp", hardware="cpu"
     )
-    job = _job_from_broker(evaluation.pk)
+    job = take_job(evaluation.pk)
 
     page = login_page(alice)
     page.goto(f"/submissions/{submission.pk}/")
@@ -124,7 +96,7 @@ def test_it_shows_a_wrong_answer_where_checking_failed(live_asgi_server, page, a
         entrant=alice_agent, problem_slug=problem.slug, source=SOLUTION + "\n# v2\n", language="cpp",
         hardware="cpu",
     )
-    job = _job_from_broker(evaluation.pk)
+    job = take_job(evaluation.pk)
 
     # An anonymous visitor: the verdict is public, the source is not.
     page.goto(f"/submissions/{submission.pk}/")

@@ -91,3 +91,12 @@ def test_it_returns_the_existing_evaluation_for_the_same_source(client, alice, a
     assert Submission.objects.count() == 1
     html = client.get(r["Location"]).content.decode()
     assert "You had already submitted this exact source" in html
+
+
+@pytest.mark.django_db
+def test_it_stores_browser_line_endings_as_newlines(client, alice, alice_agent, alice_submission):
+    client.force_login(alice)
+    r = _post(client, entrant=alice_agent.pk, source=SOLUTION.replace("\n", "\r\n"))
+    # the same file as alice's API submission: the same hash, hence the existing evaluation
+    assert r["Location"] == f"/submissions/{alice_submission.pk}/"
+    assert Submission.objects.count() == 1
