@@ -143,6 +143,8 @@ NATIVE_PATTERNS = [
     (re.compile(r"\b(?:fopen|ofstream|fwrite|system|popen|execve?|execvp|fork|vfork|socket|connect|dlopen|"
                 r"dlsym|ptrace|getenv|setenv|unsetenv|kill|mprotect|syscall)\s*\("),
      "makes a system call an honest kernel has no use for (files, processes, network, environment)"),
+    (re.compile(r"#\s*(?:include|embed)\s*[<\"](?:/|\.\./)|#\s*embed\b|\.incbin\b"),
+     "includes a file by absolute or parent path (reads files outside your sources at build time)"),
     (re.compile(r"\bpthread_create\b|\bstd::thread\b|\bstd::async\b|\bstd::jthread\b"),
      "starts threads by hand (use OpenMP parallel loops, which end before your function returns)"),
     (re.compile(r"\bstatic\s+(?:at|torch)::Tensor\b|\bstatic\s+std::(?:unordered_)?map\b"),
@@ -286,6 +288,14 @@ def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
                     if full == attr or full.startswith(attr + "."):
                         findings.append(_finding("forbidden_api", f"line {node.lineno}: {full} ({why}); remove it"))
                         break
+                parts = full.split(".")
+                if "sys" in parts[1:] and parts[parts.index("sys", 1) + 1:][:1] in (["modules"], ["_getframe"],
+                                                                                  ["_current_frames"]):
+                    findings.append(_finding(
+                        "forbidden_api",
+                        f"line {node.lineno}: {full} reaches the interpreter's internals through another module; "
+                        "remove it",
+                    ))
             if node.attr in FORBIDDEN_DUNDERS:
                 findings.append(_finding(
                     "introspection",
@@ -328,7 +338,19 @@ def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
                         "remove it",
                     ))
 
-    # 5. native source in strings (C++/CUDA passed to load_inline)
+    # 5. the evaluator's own names, and extension builds the evaluator does not control
+    for text in _string_constants(tree):
+        if "gpu_runner" in text or "kernelhub_problem" in text:
+            findings.append(_finding("harness_access", f"the source names the evaluator ({text[:60]!r}); a solution "
+                                     "has no business with the evaluator's modules"))
+            break
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func) or ""
+            if name.split(".")[-1] in {"load_inline", "load"}:
+                findings += _build_call_findings(node)
+
+    # 6. native source in strings (C++/CUDA passed to load_inline)
     for text in _string_constants(tree):
         if len(text) < 20:
             continue
@@ -340,11 +362,45 @@ def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
     return findings
 
 
+_kernelguard_configured = False
+
+
+# Compiler and linker flags that run other programs, read files outside the sources, or load plugins.
+_DANGEROUS_FLAG = re.compile(r"^(?:-B|-wrapper|-fplugin|-specs|--specs|-include|-imacros|@|-Wl,.*(?:--wrap|-rpath"
+                             r"|-plugin|--dynamic-linker)|-fprofile-generate|-fprofile-dir|-o\b|-save-temps|"
+                             r"-dumpdir|-MF|-fdump)")
+
+
+def _build_call_findings(call: ast.Call) -> list[dict]:
+    findings = []
+    for kw in call.keywords:
+        if kw.arg == "build_directory":
+            findings.append(_finding(
+                "build_escape",
+                f"line {call.lineno}: build_directory= is not allowed: the evaluator decides where extensions are "
+                "built and cached; remove the argument",
+            ))
+        if kw.arg in {"extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths"}:
+            for flag in _string_constants(kw.value):
+                if kw.arg == "extra_include_paths" or _DANGEROUS_FLAG.match(flag.strip()):
+                    findings.append(_finding(
+                        "build_escape",
+                        f"line {call.lineno}: the build option {flag!r} ({kw.arg}) can run programs or read files "
+                        "outside your sources; use plain optimisation and architecture flags only",
+                    ))
+    return findings
+
+
 def _kernelguard_rules(source: str) -> list[dict]:
+    global _kernelguard_configured
     try:
         import kernelguard
     except ImportError:  # the runner still has its own rules; say so in the findings' absence
         return []
+    if not _kernelguard_configured:
+        # kernelguard looks for a `custom_kernel` entry point (GPU MODE's format); ours is ModelNew.forward.
+        kernelguard.configure_runtime(config_data={"entrypoints": {"names": ["custom_kernel", "ModelNew"]}})
+        _kernelguard_configured = True
     findings = []
     try:
         result: dict[str, Any] = kernelguard.analyze_code(source, {}, compute_structural_hash=False)
