@@ -31,6 +31,14 @@ CHROMIUM_ARGS = [
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[object]:
+    # Keep each phase's report on the item, so that `page` can tell at teardown whether the test failed.
+    report = yield
+    setattr(item, f"report_{report.when}", report)  # type: ignore[attr-defined]
+    return report
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
@@ -56,7 +64,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser, live_asgi_server: str) -> Iterator[object]:  # noqa: F811
+def page(request: pytest.FixtureRequest, browser, live_asgi_server: str) -> Iterator[object]:  # noqa: F811
     context = browser.new_context(base_url=live_asgi_server, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     pg = context.new_page()
@@ -66,6 +74,15 @@ def page(browser, live_asgi_server: str) -> Iterator[object]:  # noqa: F811
     pg.js_errors = errors  # type: ignore[attr-defined]
     try:
         yield pg
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            # What the browser showed when the test failed, for whoever reads the CI log.
+            from django.conf import settings
+
+            shot = Path(settings.VAR_DIR) / "screenshots" / f"{request.node.name}.png"
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            pg.screenshot(path=str(shot), full_page=True)
+            print(f"\nScreenshot of the failed page: {shot}\nJavaScript errors: {errors or 'none'}")
     finally:
         context.close()
 
