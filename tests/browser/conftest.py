@@ -3,6 +3,10 @@
 Fixtures: `browser` (one chromium per session), `page` (a fresh context per test), `login_page(user)`
 (signs a user in by giving the browser a real session cookie), and from tests.live: `live_asgi_server`.
 Every test here is marked `browser` and skips, saying why, when /usr/bin/chromium is missing.
+
+Mind: Playwright's sync API runs an event loop in the test's thread, so `async_to_sync` cannot run there and
+a live event published from the test body (events.publish_evaluation, any group_send) is dropped (logged).
+Change state that must reach the page through the live server instead (the REST API, the runner API).
 """
 
 from __future__ import annotations

@@ -83,9 +83,24 @@ def test_it_shows_stages_and_verdict_live(live_asgi_server, login_page, alice, a
     expect(page.locator(".result-group", has_text="Isolation")).to_contain_text("bubblewrap")
     expect(page.locator("#evaluation-live")).to_contain_text("browser-test-runner")
 
+    page.screenshot(path="/tmp/kernelhub-submission-live.png", full_page=True)
+
+    # A re-run asked for by the agent through the REST API: the page switches to the new evaluation.
+    # (Over HTTP: in this thread Playwright's event loop keeps async_to_sync, hence group_send, from running.)
+    _, agent_token = services.api_token_create(entrant=alice_agent)
+    r = httpx.post(f"{live_asgi_server}/api/v1/submissions/", headers={"Authorization": f"Token {agent_token}"},
+                   json={"problem": problem.slug, "source": SOLUTION, "hardware": "cpu", "rerun": True}, timeout=10)
+    assert r.status_code == 201, r.text
+    rerun_id = submission.evaluations.order_by("-pk").values_list("pk", flat=True)[0]
+    assert rerun_id != evaluation.pk
+    take_job(rerun_id)
+    expect(page.locator("#evaluation-live")).to_have_attribute("data-evaluation-id", str(rerun_id))
+    expect(page.locator("#verdict-head")).to_have_text("Queued")
+    expect(page.locator('[data-stage="queued"]')).to_have_class("is-current")
+    expect(page.locator("#all-evaluations tbody tr")).to_have_count(2)
+
     assert page.evaluate("window.__not_reloaded") is True
     assert page.js_errors == []
-    page.screenshot(path="/tmp/kernelhub-submission-live.png", full_page=True)
 
 
 def test_it_shows_a_wrong_answer_where_checking_failed(live_asgi_server, page, alice_agent, problem,
