@@ -11,9 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gpu_runner import sandbox
 
 from . import mil
+from .macos import outputs_compare
+from .numpy_check import Unsupported, numpy_evaluate
 from .package import (
     PackageError,
     package_find,
@@ -79,6 +83,7 @@ def validate(problem_source: str, solution: bytes, *, solution_name: str = "", b
                 a = mil.analyze_spec(spec)
                 _fill(report, a, spec, pkg_dir)
                 _check_interface(report, a, [list(x.shape) for x in inputs], [list(o.shape) for o in outputs])
+                report["numpy_check"] = numpy_check(pkg_dir, spec, report, inputs, outputs, problem)
                 package_bytes = package_zip(pkg_dir)
     baseline_bytes = None
     if baseline:
@@ -178,6 +183,22 @@ def _run_builder(work: Path, timeout_s: float, conv: dict[str, Any]) -> tuple[st
     return None, result, isolation
 
 
+def numpy_check(pkg_dir: Path, spec: Any, report: dict[str, Any], inputs: list[Any], outputs: list[Any],
+                problem: Problem) -> dict[str, Any]:
+    """Advisory: the graph evaluated with numpy (not Core ML) against the reference. Never decides eligibility."""
+    if any(i["rule"] == "interface" for i in report["issues"]):
+        return {"ran": False, "detail": "skipped: the interface differs from the problem's"}
+    try:
+        got = numpy_evaluate(pkg_dir, spec, [x.float().numpy() for x in inputs])
+    except Unsupported as exc:
+        return {"ran": False, "detail": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - an odd graph must not break validation
+        return {"ran": False, "detail": f"the numpy checker failed: {type(exc).__name__}: {exc}"}
+    mismatch = outputs_compare(got, outputs, atol=problem.atol, rtol=problem.rtol)
+    err = max((float(np.max(np.abs(g - w))) for g, w in zip(got, outputs, strict=True)), default=0.0)
+    return {"ran": True, "matches": mismatch is None, "detail": mismatch, "max_abs_err": err}
+
+
 def _fill(report: dict[str, Any], a: mil.Analysis, spec: Any, pkg_dir: Path) -> None:
     report["ops"] = dict(sorted(a.ops.items()))
     report["flops"] = a.flops
@@ -226,9 +247,11 @@ def baseline_convert(problem: Problem, inputs: list[Any]) -> tuple[dict[str, Any
         mlmodel.save(str(pkg))
         spec = package_spec(pkg)
         a = mil.analyze_spec(spec)
+        outputs = reference_outputs(problem, inputs)
+        checked = numpy_check(pkg, spec, {"issues": []}, inputs, outputs, problem)
         info: dict[str, Any] = {
             "ops": dict(sorted(a.ops.items())), "flops": a.flops, "flops_dense": a.flops_dense,
-            "issues": a.issues, "compute_units": ["ALL", "CPU_ONLY"],
+            "issues": a.issues, "compute_units": ["ALL", "CPU_ONLY"], "numpy_check": checked,
             "conversion": {"source": "ct.convert defaults", "compute_precision": "fp16",
                            "specification_version": int(spec.specificationVersion), "opset": a.opset,
                            "inputs": a.inputs, "outputs": a.outputs, "convert_s": seconds},

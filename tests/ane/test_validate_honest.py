@@ -21,6 +21,8 @@ def test_it_accepts_the_examples(problem, example, source, ops):
     assert report["ops"] == ops
     assert package is not None and package[:4] == b"PK\x03\x04"
     assert all(i["dtype"] == "float16" for i in report["conversion"]["inputs"])
+    # the example computes the reference function (numpy evaluation of its graph; Core ML never ran here)
+    assert report["numpy_check"]["matches"] is True, report["numpy_check"]
 
 
 def test_it_counts_the_flops_of_a_pointwise_convolution():

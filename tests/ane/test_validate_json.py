@@ -19,7 +19,7 @@ def test_it_prints_one_json_object_of_the_contracted_shape(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout)  # the whole of stdout: nothing else is printed there
     assert set(report) == {"eligible", "ops", "flops", "flops_dense", "issues", "reference", "conversion",
-                           "error", "baseline"}
+                           "error", "baseline", "numpy_check"}
     assert report["eligible"] is True and report["error"] is None
     assert all(isinstance(k, str) and isinstance(v, int) for k, v in report["ops"].items())
     assert isinstance(report["flops"], int) and report["flops"] >= report["flops_dense"] > 0
@@ -28,6 +28,7 @@ def test_it_prints_one_json_object_of_the_contracted_shape(tmp_path):
     assert {"coremltools", "source", "specification_version", "opset", "inputs", "outputs", "sandbox"} <= set(
         report["conversion"])
     assert report["baseline"]["compute_units"] == ["ALL", "CPU_ONLY"]
+    assert set(report["numpy_check"]) == {"ran", "matches", "detail", "max_abs_err"}
     assert out_pkg.read_bytes()[:4] == b"PK\x03\x04" and out_base.read_bytes()[:4] == b"PK\x03\x04"
 
 
