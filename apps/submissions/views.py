@@ -178,7 +178,9 @@ def _result_extras(result: object) -> dict[str, list[tuple[str, str]]]:
             scalars.append((key.replace("_", " "), _plain(value)))
     if scalars:
         groups["Other"] = scalars
-    return groups
+    # What a reader checks first: where it ran and under which isolation; then the checks; then the rest.
+    first = ["Device", "Isolation", "Checks", "Versions"]
+    return dict(sorted(groups.items(), key=lambda kv: first.index(kv[0]) if kv[0] in first else len(first)))
 
 
 def _flatten(d: dict, prefix: str = "") -> list[tuple[str, str]]:
@@ -193,10 +195,18 @@ def _flatten(d: dict, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def _plain(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, list | tuple):
-        return ", ".join(_plain(v) for v in value)
+        if any(isinstance(v, dict) for v in value):
+            # e.g. checks.builds: one line per item, its fields as key=value
+            return "\n".join(
+                "; ".join(f"{k}={_plain(x)}" for k, x in v.items()) if isinstance(v, dict) else _plain(v)
+                for v in value
+            )
+        return ", ".join(_plain(v) for v in value) or "–"
     if value is None:
         return "–"
     return str(value)

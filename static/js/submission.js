@@ -68,6 +68,7 @@
 
   function setField(name, text, cls) {
     root.querySelectorAll('[data-field="' + name + '"]').forEach(function (el) {
+      if (el.textContent === text) { return; }  // flash only what changed
       el.textContent = text;
       if (cls !== undefined) {
         el.classList.remove("speedup-good", "speedup-bad");
