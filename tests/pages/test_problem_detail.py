@@ -53,3 +53,19 @@ def test_it_answers_404_for_an_unknown_or_retired_problem(client, problem):
     problem.is_active = False
     problem.save()
     assert client.get("/problems/relu-scale/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_it_renders_a_friendly_404_page(client, settings):
+    settings.DEBUG = False
+    r = client.get("/problems/no-such-problem/")
+    assert r.status_code == 404
+    assert "There is nothing at <code>/problems/no-such-problem/</code>" in r.content.decode()
+
+
+def test_it_renders_the_500_page_without_a_request_context(rf):
+    from django.views.defaults import server_error
+
+    r = server_error(rf.get("/"))
+    assert r.status_code == 500
+    assert "Something went wrong on our side" in r.content.decode()
