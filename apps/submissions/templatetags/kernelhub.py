@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -93,8 +95,21 @@ def kind_badge(kind: str) -> SafeString:
 @register.filter
 def highlight_code(source: str, language: str = "python") -> SafeString:
     """Server-side highlighting (pygments); its colours are in static/css/pygments.css."""
+    source = source or ""
+    if len(source) <= _CACHED_SOURCE_MAX:
+        return mark_safe(_highlight_cached(source, language))  # noqa: S308
+    return mark_safe(_highlight(source, language))  # noqa: S308
+
+
+def _highlight(source: str, language: str) -> str:
     lexer = {"python": PythonLexer, "cpp": CppLexer}.get(language, TextLexer)()
-    return mark_safe(pygments_highlight(source or "", lexer, HtmlFormatter(cssclass="highlight")))  # noqa: S308
+    return str(pygments_highlight(source, lexer, HtmlFormatter(cssclass="highlight")))
+
+
+# Pygments takes ~5 ms for a reference file and every problem page shows the same few: keep recent ones
+# (small sources only, so the cache stays a few MB).
+_CACHED_SOURCE_MAX = 32 * 1024
+_highlight_cached = functools.lru_cache(maxsize=256)(_highlight)
 
 
 # The stage progress bar. static/js/submission.js mirrors this for live updates: keep them in step.
