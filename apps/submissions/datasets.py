@@ -6,8 +6,10 @@ One place decides what is public, so the command (`manage.py export_dataset`) an
 - submissions: every submission as a row (who, what, where, when, verdicts are on the leaderboards anyway),
   but `source` and `sha256` only where the source is public: its entrant publishes its sources, or the
   problem's reveal date has passed. A private source's hash is withheld too: it would confirm a guess.
-- evaluations: every evaluation of those submissions with its timings; `message` and `result_json` only for
-  public sources, because compiler errors and mismatch reports quote the source.
+- evaluations: every evaluation of those submissions with its timings. For a public source, `message` and the
+  evaluator's whole object (`result_json`); for a private one no message (compiler errors, tracebacks and rule
+  reports can quote the source) and only the result's keys in PRIVATE_RESULT_KEYS (timing statistics, baselines,
+  device, versions, isolation): an allowlist, so a key the evaluator adds later stays private until listed.
 The owner, tokens, runner secrets and moderation reasons (shown to the owner only) are never exported.
 """
 
@@ -90,11 +92,16 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("system_info_json", pa.string(), "JSON: device, clocks and library versions the runner reported."),
         ("message", pa.string(), "Why the verdict (mismatch, compiler error, rule); null while the source is "
                                  "private, since it may quote the source."),
-        ("result_json", pa.string(), "JSON: the evaluator's whole result (timing statistics and all); null "
-                                     "while the source is private."),
+        ("result_json", pa.string(), "JSON: the evaluator's result (timing statistics, baselines, device, "
+                                     "versions); while the source is private, only those keys."),
     ],
 }
 TABLES = tuple(COLUMNS)
+# What of the evaluator's object is published while the source is private: numbers and the machine, nothing that
+# can quote code (message, logs, checks' details) and no solution hash (it would confirm a guess of the source).
+PRIVATE_RESULT_KEYS = ("verdict", "correct", "runtime_us", "eager_us", "compile_us", "speedup_vs_eager",
+                       "speedup_vs_compile", "stats", "baselines", "device", "versions", "isolation", "language",
+                       "seed", "problem_hash", "wall_s")
 FILES = tuple(f"{name}.parquet" for name in TABLES) + ("schema.json", "README.md")
 
 
@@ -163,7 +170,8 @@ def evaluation_rows(*, now: datetime) -> Iterable[dict]:
             "queued_at": r["queued_at"], "started_at": r["started_at"], "finished_at": r["finished_at"],
             "system_info_json": _json(r["system_info"]),
             "message": (r["message"] or None) if is_public else None,
-            "result_json": _json(r["result"]) if is_public else None,
+            "result_json": _json(r["result"] if is_public else
+                                 {k: v for k, v in (r["result"] or {}).items() if k in PRIVATE_RESULT_KEYS}),
         }
 
 
@@ -241,7 +249,8 @@ def _readme(manifest: dict) -> str:
         "What is public: every problem version with its reference source; every submission's entrant, problem, "
         "hardware, language and time, but its `source` and `sha256` only where its entrant publishes its "
         "sources or the problem's reveal date has passed (`source_public`); every evaluation's status, verdict "
-        "and timings, with `message` and `result_json` only for public sources (compiler errors quote the "
+        "and timings; `message` only for public sources, and `result_json` whole for public sources, reduced "
+        "to timing statistics, baselines, device and versions for private ones (compiler errors quote the "
         "source). Submissions moderated as `hacked` or `invalid` are kept for study and excluded from the "
         "rankings. Times are microseconds; timestamps UTC.",
         "",

@@ -132,7 +132,8 @@ def published_world(suite, tmp_path_factory):
             correct=bool(variant % 2), runtime_us=10.0 * variant if variant % 2 else None, eager_us=100.0,
             compile_us=80.0, speedup_vs_eager=10.0 / variant if variant % 2 else None,
             message=f"error: clamp_min({variant}) quoted from the source" if variant % 2 == 0 else "",
-            result={"verdict": "accepted", "timing": {"n": 50, "std_us": 0.1}, "source_excerpt": f"({variant})"},
+            result={"verdict": "accepted", "stats": {"n": 50, "std_us": 0.1}, "solution_hash": f"hash{variant}",
+                    "log": f"clamp_min({variant}) in a build log"},
             system_info={"device_name": "NVIDIA H200"}, finished_at=timezone.now(),
         )
         made[key] = submission
