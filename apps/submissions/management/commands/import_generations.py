@@ -8,8 +8,8 @@ A file's problem is read from its path; the layouts understood, tried in this or
      level1_problem19_sample0.py              (level1_problem19.py too), anything may follow the numbers
   2. level1/19_ReLU.py                        a mirror of KernelBench's tree (level_1/ too); anything may follow
      level1/19_ReLU_sample_3.py               the leading number
-  3. l1-19-relu.py, relu-scale-bias.py       the problem's slug as the file name, or as the folder name for
-     l1-19-relu/sample_3.py                   several samples of one problem
+  3. l1-19-relu.py, relu_scale_bias.py       the problem's slug as the file name (`_` for `-` allowed), or as
+     l1-19-relu/sample_3.py                   the folder name for several samples of one problem
   4. l1-19.py, l1-19_sample3.py              l<level>-<number>, anything after it
 
 A level and number resolve to the imported KernelBench problem l<level>-<number>-<name> (import_kernelbench).
@@ -60,7 +60,8 @@ def problem_for_path(rel: Path) -> tuple[Problem | None, str]:
     mirror = MIRROR_FILE_RE.match(stem)
     if level_dir and mirror:
         return problem_for_level_number(int(level_dir["level"]), int(mirror["number"]))
-    for name in (stem.lower(), parent.lower()):
+    # The project's slug rule (stem lower-cased, `_` -> `-`): examples/cpu/cpp/gelu_erf_cpu.py is gelu-erf-cpu.
+    for name in (stem.lower().replace("_", "-"), parent.lower().replace("_", "-")):
         problem = Problem.objects.filter(slug=name).first() if name else None
         if problem is not None:
             return problem, ""
