@@ -14,6 +14,7 @@ LAYOUTS = {
     "mirror/level_1/1_Square_matrix_multiplication__sample_4.py": "l1-1-square-matrix-multiplication",
     "l1-19-relu.py": "l1-19-relu",  # the slug as the file name
     "relu-scale-bias/sample_2.py": "relu-scale-bias",  # the slug as a folder of samples
+    "examples/relu_scale_bias.py": "relu-scale-bias",  # the file-name stem, as examples/ name them
     "l3-1_sample3.py": "l3-1-mlp",  # l<level>-<number>
 }
 
@@ -31,4 +32,4 @@ def test_it_resolves_every_documented_layout(suite, llm, tmp_path):
     assert all(s.pool.slug == "h200" for s in Submission.objects.all())
     for name, slug in LAYOUTS.items():
         assert f"{name} -> {slug} on h200 #" in text
-    assert "7 file(s): 7 submitted, 0 duplicate, 0 unknown problem, 0 error; 1 non-Python file(s) ignored" in text
+    assert "8 file(s): 8 submitted, 0 duplicate, 0 unknown problem, 0 error; 1 non-Python file(s) ignored" in text
