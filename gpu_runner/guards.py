@@ -164,6 +164,7 @@ _TRUSTED_IN_FORWARD = (
     os.sep + "fastrlock" + os.sep,
     "<frozen importlib",
 )
+_HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -319,6 +320,28 @@ def _open_detail(args: tuple[Any, ...]) -> str | None:
     )
 
 
+def _is_frame_request(event: str, args: tuple[Any, ...]) -> bool:
+    if event == "sys._getframe":
+        return True
+    return event == "object.__getattr__" and len(args) >= 2 and args[1] in _FRAME_ATTRS
+
+
+def _frame_caller_trusted() -> bool:
+    """Outside forward, who asked for a frame: the standard library, an installed package or the harness may
+    (namedtuple, typing and logging do at import time); the solution itself may not. inspect and traceback
+    only hand frames on to their caller, so their caller decides."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename == __file__ or filename.endswith((os.sep + "inspect.py", os.sep + "traceback.py")):
+            frame = frame.f_back
+            continue
+        if filename.startswith("<frozen") or "site-packages" in filename or "dist-packages" in filename:
+            return True
+        return filename.startswith((sys.base_prefix, _HARNESS_DIR))
+    return True
+
+
 def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
     global _in_hook
     if not _installed or _in_hook:
@@ -333,6 +356,11 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
             # Triton compiles on the first call (ptxas in a subprocess), CuPy too: their own doing is fine.
             if detail is not None and _caller_is_trusted(_TRUSTED_IN_FORWARD):
                 detail = None
+        if detail is None and not _in_forward and _is_frame_request(event, args) and not _frame_caller_trusted():
+            detail = (
+                "frame inspection from the solution (sys._getframe, inspect.currentframe, tracebacks' tb_frame, "
+                "generators' gi_frame) reaches the harness's frames; remove it"
+            )
         if detail is None and event == "open":
             detail = _open_detail(args)
     finally:
