@@ -8,7 +8,7 @@ The export is rebuilt when older than DATASET_MAX_AGE_S, so a burst of downloads
 
 from django.conf import settings
 from django.http import FileResponse
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -26,7 +26,8 @@ class DatasetIndexApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(summary="The open dataset's files", responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="dataset_index", summary="The open dataset's files", responses=OpenApiTypes.OBJECT,
+                   tags=["dataset"])
     def get(self, request: Request) -> Response:
         _, manifest = dataset_latest(max_age_s=settings.DATASET_MAX_AGE_S)
         files = [
@@ -47,7 +48,10 @@ class DatasetFileApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(summary="One file of the open dataset", responses={(200, "application/octet-stream"): bytes})
+    @extend_schema(operation_id="dataset_file", summary="One file of the open dataset", tags=["dataset"],
+                   parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH,
+                                                enum=list(FILES), description="The file to download.")],
+                   responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request: Request, name: str) -> FileResponse:
         if name not in FILES:
             raise NotFound(f"No dataset file {name!r}: GET /api/v1/dataset/ lists them ({', '.join(FILES)}).")
