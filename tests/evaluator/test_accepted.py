@@ -1,0 +1,15 @@
+from gpu_runner.evaluate import evaluate
+from tests.evaluator.helpers import HONEST, PROBLEM
+
+
+def test_it_accepts_an_honest_cpp_solution_and_reports_stages():
+    stages = []
+    result = evaluate(PROBLEM, HONEST, device="cpu", seed=0, on_stage=stages.append)
+    assert result["verdict"] == "accepted", result["message"]
+    assert result["correct"] is True
+    assert stages == ["compiling", "checking", "timing"]
+    assert result["checks"]["max_abs_err"] <= 1e-6
+    assert result["checks"]["timed_calls_checked"] >= 1
+    assert result["checks"]["speed_of_light"]["ok"] is True
+    assert result["checks"]["integrity"] == []
+    assert result["eager_us"] > 0 and result["speedup_vs_eager"] > 0
