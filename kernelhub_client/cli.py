@@ -205,7 +205,7 @@ def cmd_submit(client: Client, args: argparse.Namespace, out: Output) -> int:
     if not args.wait:
         what = "Already submitted (same source)" if created.get("duplicate") else "Submitted"
         out.result(created, f"{what} #{sub_id}: {_where(created)}, {created.get('status', 'queued')}.\n"
-                            f"Follow it with: kernelhub status {sub_id}")
+                            f"Follow it with: kernelhub status {sub_id}, or at {client.url}/submissions/{sub_id}/")
         return EXIT_OK
     if created.get("duplicate"):
         out.note(f"#{sub_id}: the same source was already submitted; following that submission "
@@ -224,7 +224,7 @@ def cmd_submit(client: Client, args: argparse.Namespace, out: Output) -> int:
 
 def cmd_status(client: Client, args: argparse.Namespace, out: Output) -> int:
     data = client.submission(args.id)
-    out.result(data, _summary(data))
+    out.result(data, _summary(data) + f"\n  {client.url}/submissions/{args.id}/")
     return EXIT_OK
 
 
