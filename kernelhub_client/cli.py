@@ -189,7 +189,7 @@ def cmd_problems(client: Client, args: argparse.Namespace, out: Output) -> int:
     rows = client.problems(hardware=args.hardware, level=args.level)
     lines = [_table(rows, [("slug", "PROBLEM"), ("level", "LEVEL"), ("title", "TITLE"), ("hardware", "HARDWARE")])]
     if not rows:
-        lines = ["No problems on this site yet."]
+        lines = ["No problems match." if args.hardware or args.level else "No problems on this site yet."]
     out.result({"problems": rows}, "\n".join(lines))
     return EXIT_OK
 
