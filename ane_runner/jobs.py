@@ -11,7 +11,7 @@ import base64
 import secrets
 from typing import Any
 
-from .problem import DIGEST_INPUT_SEED, problem_load, reference_npz_bytes
+from .problem import DIGEST_INPUT_SEED, ProblemError, problem_load, reference_npz_bytes
 from .validate import validate
 
 # Input sets checked on the Mac besides the published one: drawn at dispatch, unknown when the package was built.
@@ -33,12 +33,15 @@ def ane_job_prepare(*, problem_source: str, solution_source: str) -> tuple[dict[
     """(validation report, the job's `ane` entry or None when the solution is not eligible).
 
     Takes seconds to a few minutes (a builder runs; the baseline converts): call it from a site task.
+    Raises ProblemError when the problem itself cannot serve (its reference does not convert).
     """
     # a base64 upload is a package whatever its bytes look like, so junk is refused as a package, never run
     name = "upload.zip" if solution_source.startswith(PACKAGE_PREFIX) else "solution.py"
     report, package, baseline = validate(problem_source, solution_bytes(solution_source), solution_name=name)
-    if not report["eligible"] or package is None or baseline is None:
+    if not report["eligible"] or package is None:
         return report, None
+    if baseline is None:
+        raise ProblemError(report["baseline"].get("error") or "the baseline did not convert")
     problem = problem_load(problem_source)
     seeds = [DIGEST_INPUT_SEED] + [secrets.randbits(31) for _ in range(FRESH_INPUT_SETS)]
     reference, digest = reference_npz_bytes(problem, input_seeds=seeds)

@@ -216,7 +216,7 @@ def numpy_evaluate(package_dir: Path, spec: Any, inputs: list[np.ndarray]) -> li
                 total += int(np.prod([d or 0 for d in t.shape]))
         if op.blocks:
             raise Unsupported(f"`{op.type}` with nested blocks")
-        if op.type != "const" and op.type not in _OPS and op.type != "cast":
+        if op.type not in ("const", "cast", "split") and op.type not in _OPS:
             raise Unsupported(f"`{op.type}` is not evaluated by the numpy checker")
     if total > MAX_TOTAL_ELEMENTS:
         raise Unsupported("the graph is too large for the numpy checker")
@@ -250,6 +250,13 @@ def numpy_evaluate(package_dir: Path, spec: Any, inputs: list[np.ndarray]) -> li
                     vals.append(_immediate(b.value, np.dtype(dt or object), tuple(d or 0 for d in vt.shape)
                                            if vt and vt.shape else ()))
             args[key] = vals if key == "values" else vals[0]
+        if op.type == "split":
+            x, axis = np.asarray(args["x"]), int(args["axis"])
+            sizes = args.get("split_sizes")
+            cuts = (np.cumsum([int(n) for n in sizes])[:-1] if sizes is not None else int(args["num_splits"]))
+            for o, part in zip(op.outputs, np.split(x, cuts, axis=axis), strict=True):
+                env[o.name] = part
+            continue
         if op.type == "cast":
             result = np.asarray(args["x"])
         else:

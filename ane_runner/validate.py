@@ -87,7 +87,11 @@ def validate(problem_source: str, solution: bytes, *, solution_name: str = "", b
                 package_bytes = package_zip(pkg_dir)
     baseline_bytes = None
     if baseline:
-        report["baseline"], baseline_bytes = baseline_convert(problem, inputs)
+        try:
+            report["baseline"], baseline_bytes = baseline_convert(problem, inputs)
+        except Exception as exc:  # noqa: BLE001 - the problem's fault, reported beside the solution's verdict
+            report["baseline"] = {"error": f"the reference Model does not convert with ct.convert's defaults: "
+                                           f"{type(exc).__name__}: {str(exc)[:500]}"}
     report["eligible"] = report["error"] is None and not report["issues"]
     return report, package_bytes, baseline_bytes
 

@@ -11,6 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 POINTWISE = REPO / "problems/ane/level1/pointwise_conv_relu_ane.py"
 LAYERNORM = REPO / "problems/ane/level1/channel_layernorm_ane.py"
 FFN = REPO / "problems/ane/level2/ffn_gelu_ane.py"
+ATTENTION = REPO / "problems/ane/level2/self_attention_ane.py"
 EXAMPLES = REPO / "examples/ane"
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"
 

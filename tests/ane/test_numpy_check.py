@@ -8,7 +8,15 @@ from coremltools.converters.mil.mil import types
 
 from ane_runner.problem import problem_load, reference_inputs
 from ane_runner.validate import baseline_convert, validate
-from tests.ane.helpers import FFN, LAYERNORM, POINTWISE, POINTWISE_SHAPE, convert_zip, pointwise_weights
+from tests.ane.helpers import (
+    ATTENTION,
+    FFN,
+    LAYERNORM,
+    POINTWISE,
+    POINTWISE_SHAPE,
+    convert_zip,
+    pointwise_weights,
+)
 
 
 def _prog(w, b):
@@ -53,7 +61,7 @@ def test_it_says_why_it_did_not_run():
 
 
 def test_it_confirms_each_core_ml_default_baseline():
-    for path in (POINTWISE, LAYERNORM, FFN):
+    for path in (POINTWISE, LAYERNORM, FFN, ATTENTION):
         problem = problem_load(path.read_text())
         info, _ = baseline_convert(problem, reference_inputs(problem, seed=1))
         assert info["numpy_check"]["ran"] and info["numpy_check"]["matches"], (path.name, info["numpy_check"])

@@ -3,7 +3,7 @@
 import pytest
 
 from ane_runner.validate import validate
-from tests.ane.helpers import EXAMPLES, FFN, LAYERNORM, POINTWISE
+from tests.ane.helpers import ATTENTION, EXAMPLES, FFN, LAYERNORM, POINTWISE
 
 
 @pytest.mark.parametrize(("problem", "example", "source", "ops"), [
@@ -11,6 +11,8 @@ from tests.ane.helpers import EXAMPLES, FFN, LAYERNORM, POINTWISE
     (LAYERNORM, "mil/channel_layernorm_ane.py", "builder",
      {"add": 1, "mul": 3, "reduce_mean": 2, "rsqrt": 1, "sub": 1}),
     (FFN, "convert/ffn_gelu_ane.py", "modelnew", {"add": 3, "conv": 2, "mul": 6, "tanh": 1}),
+    (ATTENTION, "mil/self_attention_ane.py", "builder",
+     {"add": 1, "conv": 4, "matmul": 2, "reshape": 4, "softmax": 1, "transpose": 1}),
 ])
 def test_it_accepts_the_examples(problem, example, source, ops):
     report, package, _ = validate(problem.read_text(), (EXAMPLES / example).read_bytes(), baseline=False)
