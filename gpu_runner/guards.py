@@ -128,12 +128,6 @@ _AUDIT_ALWAYS = {
 # (namedtuple and typing call sys._getframe; torch's extension builder starts ninja in a subprocess).
 _AUDIT_IN_FORWARD = {
     "sys._getframe": "frame inspection (sys._getframe, inspect.currentframe, inspect.stack) reads the harness's state",
-    "subprocess.Popen": "starting a process in forward is not allowed",
-    "os.system": "starting a process in forward is not allowed",
-    "os.exec": "starting a process in forward is not allowed",
-    "os.posix_spawn": "starting a process in forward is not allowed",
-    "os.spawn": "starting a process in forward is not allowed",
-    "os.startfile": "starting a process in forward is not allowed",
     "os.putenv": "changing the environment in forward is not allowed",
     "os.unsetenv": "changing the environment in forward is not allowed",
     "ctypes.dlopen": "ctypes in forward is not allowed: write the kernel as an extension",
@@ -142,6 +136,9 @@ _AUDIT_IN_FORWARD = {
     "ctypes.cdata": "ctypes in forward is not allowed: write the kernel as an extension",
     "ctypes.call_function": "ctypes in forward is not allowed: write the kernel as an extension",
 }
+# Starting programs: the parent builds extensions (child.py redirects load_inline), so the solution's process
+# has no need to; only libraries compiling their own kernels may (Triton runs ptxas and ldconfig).
+_AUDIT_PROCESS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile"}
 # Frame attributes whose access is audited as object.__getattr__ (tracebacks, generators, coroutines):
 # the other ways to climb from an object to the harness's frames.
 _FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
@@ -163,6 +160,9 @@ _TRUSTED_IN_FORWARD = (
     os.sep + "cupy_backends" + os.sep,
     os.sep + "fastrlock" + os.sep,
     "<frozen importlib",
+)
+_TRUSTED_PROGRAM_STARTERS = _TRUSTED_IN_FORWARD + (
+    os.path.join("torch", "utils", "cpp_extension.py"),
 )
 _HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -320,6 +320,13 @@ def _open_detail(args: tuple[Any, ...]) -> str | None:
     )
 
 
+def _program_name(args: tuple[Any, ...]) -> str:
+    program = args[0] if args else "?"
+    if isinstance(program, (list, tuple)) and program:
+        program = program[0]
+    return repr(os.fsdecode(program) if isinstance(program, (str, bytes)) else program)[:80]
+
+
 def _is_frame_request(event: str, args: tuple[Any, ...]) -> bool:
     if event == "sys._getframe":
         return True
@@ -361,6 +368,8 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
                 "frame inspection from the solution (sys._getframe, inspect.currentframe, tracebacks' tb_frame, "
                 "generators' gi_frame) reaches the harness's frames; remove it"
             )
+        if detail is None and event in _AUDIT_PROCESS and not _caller_is_trusted(_TRUSTED_PROGRAM_STARTERS):
+            detail = f"starting a program ({_program_name(args)}) is not allowed: the evaluator builds extensions itself"
         if detail is None and event == "open":
             detail = _open_detail(args)
     finally:
