@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 # Largest total of elements over all op outputs the check will hold (an untrusted graph declares its sizes).
-MAX_TOTAL_ELEMENTS = 1 << 28
+MAX_TOTAL_ELEMENTS = 1 << 26
 _BLOB_SENTINEL = 0xDEADBEEF
 _BLOB_DTYPES = {1: np.float16, 2: np.float32, 3: np.uint8, 4: np.int8}
 _MIL_DTYPES = {"FLOAT16": np.float16, "FLOAT32": np.float32, "INT32": np.int32, "INT8": np.int8,
@@ -201,6 +201,34 @@ _OPS: dict[str, Any] = {
 }
 
 
+_BINARY = frozenset({"add", "sub", "mul", "real_div", "maximum", "minimum", "pow"})
+
+
+def _check_result_size(kind: str, args: dict[str, Any], declared: tuple[int, ...]) -> None:
+    """Refuse before computing when an op would make more than its declared output (broadcasting, padding):
+    the declared sizes are what the total-size bound was checked on."""
+    if kind in _BINARY:
+        out = np.broadcast_shapes(np.shape(args["x"]), np.shape(args["y"]))
+    elif kind == "matmul":
+        xs, ys = list(np.shape(args["x"])), list(np.shape(args["y"]))
+        if len(xs) < 2 or len(ys) < 2:
+            return
+        if bool(args.get("transpose_x", False)):
+            xs[-1], xs[-2] = xs[-2], xs[-1]
+        if bool(args.get("transpose_y", False)):
+            ys[-1], ys[-2] = ys[-2], ys[-1]
+        out = (*np.broadcast_shapes(tuple(xs[:-2]), tuple(ys[:-2])), xs[-2], ys[-1])
+    elif kind == "conv" and args.get("pad_type") == "custom":
+        kernel = max(np.shape(args["weight"])[2:] or (1,))
+        if any(int(p) > kernel for p in args["pad"]):
+            raise Unsupported("conv padding wider than its kernel is not evaluated by the numpy checker")
+        return
+    else:
+        return
+    if tuple(out) != tuple(declared):
+        raise Unsupported(f"`{kind}` would give shape {tuple(out)}, the graph declares {tuple(declared)}")
+
+
 def numpy_evaluate(package_dir: Path, spec: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Outputs of the main function for `inputs` (in the function's input order). Raises Unsupported."""
     from .mil import _tensor_of
@@ -257,6 +285,7 @@ def numpy_evaluate(package_dir: Path, spec: Any, inputs: list[np.ndarray]) -> li
             for o, part in zip(op.outputs, np.split(x, cuts, axis=axis), strict=True):
                 env[o.name] = part
             continue
+        _check_result_size(op.type, args, shape)
         if op.type == "cast":
             result = np.asarray(args["x"])
         else:

@@ -65,3 +65,32 @@ def test_it_confirms_each_core_ml_default_baseline():
         problem = problem_load(path.read_text())
         info, _ = baseline_convert(problem, reference_inputs(problem, seed=1))
         assert info["numpy_check"]["ran"] and info["numpy_check"]["matches"], (path.name, info["numpy_check"])
+
+
+def test_it_refuses_to_compute_more_than_the_graph_declares(tmp_path):
+    """A hand-edited spec that declares a small result for a broadcast that would be huge is not evaluated."""
+    import io
+    import zipfile
+
+    from ane_runner.package import package_zip
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 512, 1, 512), dtype=types.fp16)],
+                opset_version=ct.target.macOS15)
+    def prog(x):
+        return mb.add(x=x, y=np.ones((1024, 1, 1, 1), np.float16))  # broadcasts to (1024, 512, 1, 512)
+
+    zipfile.ZipFile(io.BytesIO(convert_zip(prog))).extractall(tmp_path)
+    spec_path = tmp_path / "model.mlpackage/Data/com.apple.CoreML/model.mlmodel"
+    from coremltools.proto import Model_pb2
+
+    spec = Model_pb2.Model()
+    spec.ParseFromString(spec_path.read_bytes())
+    fn = spec.mlProgram.functions["main"]
+    add = [op for op in fn.block_specializations[fn.opset].operations if op.type == "add"][0]
+    dims = add.outputs[0].type.tensorType.dimensions
+    dims[0].constant.size, dims[1].constant.size = 1, 1024  # now claims the problem's (1, 1024, 1, 512)
+    spec_path.write_bytes(spec.SerializeToString())
+    report, _, _ = validate(POINTWISE.read_text(), package_zip(tmp_path / "model.mlpackage"),
+                            solution_name="m.zip", baseline=False)
+    assert report["numpy_check"]["ran"] is False
+    assert "would give shape (1024, 512, 1, 512)" in report["numpy_check"]["detail"]
