@@ -54,7 +54,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def browser() -> Iterator[object]:
     if not CHROMIUM.exists():
         pytest.skip(
-            f"{CHROMIUM} is missing: install Debian's chromium (`make browser` or scripts/ensure_chromium.sh) "
+            f"{CHROMIUM} is missing: install Debian's chromium (`make system-packages`, scripts/ensure_system_packages.sh) "
             "to run the browser tests."
         )
     from playwright.sync_api import sync_playwright
