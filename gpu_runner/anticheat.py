@@ -49,7 +49,6 @@ FORBIDDEN_MODULES = {
     "mmap": "raw memory access",
     "tempfile": "writing files",
     "shutil": "writing files",
-    "pathlib": "writing files",
     "gpu_runner": "reaching into the evaluator",
 }
 # Attribute chains that are never part of an honest kernel.
@@ -84,7 +83,6 @@ FORBIDDEN_ATTRS = {
     "torch.cuda.make_graphed_callables": "CUDA graph replay skips the work being timed",
     "torch.cuda.set_stream": "switching the current stream hides work from the timer",
     "torch.cuda.Event": "the harness does the timing",
-    "torch.cuda.synchronize": "the harness does the synchronisation",
     "torch.utils._python_dispatch": "turning off the evaluator's op guard",
     "torch._C._DisableTorchDispatch": "turning off the evaluator's op guard",
     "torch._C._unset_dispatch_mode": "turning off the evaluator's op guard",
@@ -422,13 +420,38 @@ def _kernelguard_rules(source: str) -> list[dict]:
     return findings
 
 
+def _without_main_block(tree: ast.Module) -> tuple[ast.Module, list[dict]]:
+    """The module without `if __name__ == "__main__":` blocks, which never run when the harness imports it
+    (LLM-written solutions often carry a self-test there, with timers and prints)."""
+    findings = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == "__name__" for t in targets):
+            findings.append(_finding("monkeypatch", f"line {node.lineno}: assigning to __name__ is not allowed; "
+                                     "remove it"))
+    if findings:
+        return tree, findings
+
+    def is_main_test(node: ast.stmt) -> bool:
+        test = node.test if isinstance(node, ast.If) else None
+        return (
+            isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__" and isinstance(test.ops[0], ast.Eq)
+        )
+
+    kept = ast.Module(body=[n for n in tree.body if not is_main_test(n)], type_ignores=[])
+    return kept, []
+
+
 def prescreen(solution_source: str, problem_meta: dict) -> list[dict]:
     """Static findings on a solution; empty means no rule objects to running it."""
     try:
         tree = ast.parse(solution_source)
     except SyntaxError as exc:
         return [_finding("syntax_error", f"the solution is not valid Python: {exc.msg} at line {exc.lineno}; fix it")]
-    findings = _ast_rules(tree, solution_source)
+    tree, findings = _without_main_block(tree)
+    findings += _ast_rules(tree, solution_source)
     findings += _kernelguard_rules(solution_source)
     allowed = set(problem_meta.get("allow_static") or [])
     out, seen = [], set()
