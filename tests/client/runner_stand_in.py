@@ -33,7 +33,7 @@ def purge(queue: str) -> None:
         simple.close()
 
 
-def play_job(*, site_url: str, runner_secret: str, result: dict, stage_pause: float = 1.2,
+def play_job(*, site_url: str, runner_secret: str, result: dict, stage_pause: float = 2.0,
              queue: str = "pool.cpu") -> threading.Thread:
     """Starts a thread that takes the next job and walks it through the stages to `result`."""
     errors: list[BaseException] = []

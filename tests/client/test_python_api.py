@@ -9,7 +9,7 @@ def test_it_submits_and_waits_for_the_verdict(site):
     result = {"verdict": "wrong_answer", "correct": False, "message": "max abs error 3.0 at [5]",
               "eager_us": 10.0, "compile_us": 9.0, "runtime_us": None, "speedup_vs_eager": None,
               "speedup_vs_compile": None}
-    runner = play_job(site_url=site["url"], runner_secret=site["runner_secret"], result=result, stage_pause=0.3)
+    runner = play_job(site_url=site["url"], runner_secret=site["runner_secret"], result=result, stage_pause=0.6)
     seen: list[tuple[str, str]] = []
     with Client(site["url"], site["token"]) as client:
         created = client.submit(site["problem"], solution(3), hardware="cpu")
