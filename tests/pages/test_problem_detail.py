@@ -69,3 +69,11 @@ def test_it_renders_the_500_page_without_a_request_context(rf):
     r = server_error(rf.get("/"))
     assert r.status_code == 500
     assert "Something went wrong on our side" in r.content.decode()
+
+
+@pytest.mark.django_db
+def test_it_links_the_problems_board_on_each_track(client, problem, gpu_pool):
+    problem.pools.add(gpu_pool)
+    html = client.get("/problems/relu-scale/").content.decode()
+    assert 'href="/leaderboard/cpu/problems/relu-scale/"' in html
+    assert 'href="/leaderboard/h200/problems/relu-scale/"' in html
