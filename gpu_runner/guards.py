@@ -262,7 +262,7 @@ def _python_threads() -> set[int]:
 
 def _guarded_start_new_thread(function: Any, args: Any, kwargs: Any = None) -> int:
     """Replaces _thread.start_new_thread: a thread started in forward is work escaping the timer."""
-    if _in_forward:
+    if _in_forward and not _trusted_now(_TRUSTED_IN_FORWARD):
         raise _violation(
             "background_thread",
             "the forward started a thread; all work must run in your kernel within the call "
@@ -292,6 +292,16 @@ def _caller_is_trusted(markers: tuple[str, ...]) -> bool:
             continue
         return any(marker in filename for marker in markers)
     return False
+
+
+def _trusted_now(markers: tuple[str, ...]) -> bool:
+    """_caller_is_trusted from outside the audit hook: its own frame lookup must not trip the hook."""
+    global _in_hook
+    outer, _in_hook = _in_hook, True
+    try:
+        return _caller_is_trusted(markers)
+    finally:
+        _in_hook = outer
 
 
 def _open_detail(args: tuple[Any, ...]) -> str | None:
