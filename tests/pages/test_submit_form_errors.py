@@ -97,3 +97,17 @@ def test_it_says_when_to_retry_past_the_rate_limit(signed_in, settings):
     assert "Rate limit: 1 submissions per hour per entrant." in errors
     assert "Try again in" in errors
     assert Submission.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_it_says_when_the_entrant_is_banned(signed_in, bob):
+    from apps.submissions import services
+
+    entrant, _ = services.entrant_create(name="bob", kind="human", owner=bob)
+    entrant.is_banned = True
+    entrant.ban_reason = "submitted a timing exploit"
+    entrant.save()
+    r = _post(signed_in)
+    assert r.context["form"].non_field_errors() == [
+        "Entrant bob is banned from submitting (submitted a timing exploit)."
+    ]
