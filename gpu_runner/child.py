@@ -361,8 +361,33 @@ class Harness:
         if not problems:
             self._save(tensors, msg["file"])
         del out, tensors
+        # Inputs the parent may perturb between timed calls: floating, contiguous, at least two elements.
+        perturbable = [[j, x.numel()] for j, x in enumerate(inputs)
+                       if self.isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.is_contiguous()
+                       and x.numel() >= 2]
         return {"problems": problems, "structure": structure, "input_bytes": input_bytes,
-                "output_bytes": output_bytes}
+                "output_bytes": output_bytes, "perturbable": perturbable}
+
+    def _perturb(self, k: int, change) -> None:  # type: ignore[no-untyped-def]
+        """Copy one element of input j of set k over another: a new input, same distribution of values."""
+        if not change:
+            return
+        j, dst, src = (int(v) for v in change)
+        flat = self.sets[k][j].view(-1)
+        flat[dst] = flat[src]
+
+    def op_replay(self, msg: dict) -> dict:
+        """Trusted roles: apply the perturbations the solution's set k went through, then save the output."""
+        if self.role == "solution":
+            raise HarnessError("internal", "not for the solution")
+        k = int(msg["set"])
+        for change in msg["changes"]:
+            self._perturb(k, change)
+        out = self._call(self.sets[k])
+        self._sync()
+        tensors, _, _ = self._flatten(out, self.sets[k])
+        self._save(tensors, msg["file"])
+        return {}
 
     def op_prepare_timing(self, msg: dict) -> dict:
         self.sets = [self._make_inputs(int(s)) for s in msg["seeds"]]
@@ -395,7 +420,9 @@ class Harness:
     def op_time_batch(self, msg: dict) -> dict:
         self.batch_outputs = []
         times = []
-        for k in msg["order"]:
+        changes = msg.get("perturb") or [None] * len(msg["order"])
+        for k, change in zip(msg["order"], changes, strict=True):
+            self._perturb(int(k), change)
             inputs = self.sets[int(k)]
             self._poison()
             self.flush_buf.fill_(1)

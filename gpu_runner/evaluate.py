@@ -336,6 +336,7 @@ class _Run:
                 raise EvaluatorError(f"the problem's Model output is unusable: {reply['problems']}")
             self.expected.append(ref.tensors(f"ref_trial_{i}.pt"))
             self.structure = reply["structure"]
+            self.perturbable = reply["perturbable"] if self.meta.get("perturb_timed_inputs", True) else []
             self.input_bytes, self.output_bytes = int(reply["input_bytes"]), int(reply["output_bytes"])
         per_set = max(1, self.input_bytes + self.output_bytes)
         self.n_sets = max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.device] // per_set))
@@ -398,25 +399,42 @@ class _Run:
     def _time_solution(self, sol: Session) -> None:
         self._untrusted(sol, "prepare_timing", "preparing the timing inputs", seeds=self.set_seeds)
         batch_no = [0]
+        # Perturbations applied to each set since the reference last caught up with it.
+        pending: dict[int, list[Any]] = {k: [] for k in range(self.n_sets)}
+        ref = self.reference
+        assert ref is not None
 
-        def check_batch(positions: list[int], order: list[int]) -> None:
+        def check_batch(positions: list[int], order: list[int], perturb: list[Any] | None) -> None:
             batch_no[0] += 1
             prefix = f"b{batch_no[0]}_"
             reply = self._untrusted(sol, "save_batch", "saving timed outputs", positions=positions, prefix=prefix)
             self._structure_problems(reply, "in a timed call")
             files = reply.get("files") if isinstance(reply.get("files"), dict) else {}
-            for pos in positions:
-                where = f"timed call on input set {order[pos]}"
+            checked = set(positions)
+            for pos, k in enumerate(order):
+                if perturb:
+                    pending[k].append(perturb[pos])
+                if pos not in checked:
+                    continue
+                where = f"timed call on input set {k}"
+                if perturb:
+                    # The reference replays the same changes to its copy of the set, then computes.
+                    self._trusted(ref, "replay", set=k, changes=pending[k], file=f"{prefix}exp_{pos}.pt")
+                    pending[k] = []
+                    expected = ref.tensors(f"{prefix}exp_{pos}.pt")
+                    (ref.workdir / f"{prefix}exp_{pos}.pt").unlink(missing_ok=True)
+                else:
+                    expected = self.expected_sets[k]
                 if str(pos) not in files:
                     raise Verdict("runtime_error", f"{where}: no output was saved")
                 got = self._read(sol, files[str(pos)], where)
-                self._compare(self.expected_sets[order[pos]], got,
-                              f"{where} (checked during timing; the output differs from the expected one)")
+                self._compare(expected, got, f"{where} (checked during timing; each timed call gets changed "
+                                             "inputs, so a result cached from an earlier call is wrong)")
                 (sol.workdir / files[str(pos)]).unlink(missing_ok=True)
 
         try:
             t = timing.run_timing(_UntrustedTiming(self, sol), device=self.device, n_sets=self.n_sets,
-                                  check_batch=check_batch)
+                                  check_batch=check_batch, perturbable=self.perturbable)
         except timing.TimingRejected as e:
             raise Verdict("rejected", f"rule {e.rule} broken: {e.message}", e.rule) from None
         stats = t["stats"]

@@ -68,11 +68,15 @@ def validate_times(value: Any, expected_len: int) -> list[float]:
     return out
 
 
-def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None) -> dict[str, Any]:
+def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None,
+               perturbable: list[list[int]] | None = None) -> dict[str, Any]:
     """Adaptive timing in `session` (a child already loaded and with n_sets input sets prepared).
 
-    check_batch(positions, order, reply) is called for the solution; it raises to stop with a verdict.
-    Returns {"times_us", "stats", "checked_calls", "memo", "wall"}.
+    For the solution, check_batch(positions, order, perturb) checks a sample of each batch (it raises to stop
+    with a verdict), and with `perturbable` ([input index, numel] pairs) every timed call first copies one
+    random element of an input over another: no two timed calls see the same inputs, so a result memoised
+    by pointer, shape or content is stale, and the checked calls catch it.
+    Returns {"times_us", "stats", "checked_calls", "memo", "wall_per_call_us"}.
     """
     rng = random.SystemRandom()
     session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
@@ -84,8 +88,14 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     batch = 10
     while True:
         order = [rng.randrange(n_sets) for _ in range(batch)]
+        perturb = None
+        if perturbable:
+            perturb = []
+            for _ in order:
+                j, numel = perturbable[rng.randrange(len(perturbable))]
+                perturb.append([j, rng.randrange(numel), rng.randrange(numel)])
         t0 = time.perf_counter()
-        reply = session.request("time_batch", order=order, keep=check_batch is not None)
+        reply = session.request("time_batch", order=order, keep=check_batch is not None, perturb=perturb)
         wall = time.perf_counter() - t0
         batch_times = validate_times(reply.get("times_us"), len(order))
         if sum(batch_times) > wall * 1e6 * 1.05 + 1000:
@@ -97,7 +107,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         if check_batch is not None:
             # Picked after the batch ran, so the solution cannot know which calls are checked.
             positions = sorted(rng.sample(range(len(order)), k=max(1, len(order) // 3)))
-            check_batch(positions, order)
+            check_batch(positions, order, perturb)
             checked += len(positions)
         for k, t in zip(order, batch_times, strict=True):
             if k in first_seen:
