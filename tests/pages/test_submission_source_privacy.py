@@ -86,3 +86,10 @@ def test_it_hides_compiler_messages_and_logs_from_others(client, alice, bob, ali
     html = _page(client, alice_submission)
     assert "alice_secret_helper" in html
     assert "g++ log" in html
+
+
+@pytest.mark.django_db
+def test_it_opens_the_compile_log_for_its_owner(client, alice, alice_submission):
+    _compile_error(alice_submission)
+    client.force_login(alice)
+    assert '<details class="card" id="compile-log" open>' in _page(client, alice_submission)
