@@ -140,3 +140,12 @@ def test_it_groups_the_evaluators_other_fields(client, alice_submission):
     assert "name=kh_relu; cached=no; seconds=61.2" in groups
     assert "<th>cuda</th><td class=\"mono small\">–</td>" in groups
     assert "<th>seed</th><td class=\"mono small\">7</td>" in groups
+
+
+@pytest.mark.django_db
+def test_it_says_a_runner_failure_is_no_verdict_on_the_code(client, alice_submission):
+    Evaluation.objects.filter(submission=alice_submission).update(status="failed", stage="compiling")
+    html = client.get(f"/submissions/{alice_submission.pk}/").content.decode()
+    assert "No verdict: runner failure" in html
+    assert '<li class="is-failed" data-stage="verdict">No verdict</li>' in html
+    assert "This says nothing about the code: submit it again later." in html
