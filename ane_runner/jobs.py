@@ -58,3 +58,19 @@ def ane_job_prepare(*, problem_source: str, solution_source: str) -> tuple[dict[
         "rtol": report["reference"]["rtol"],
     }
     return report, ane
+
+
+def ineligible_result(report: dict[str, Any]) -> dict[str, Any]:
+    """The evaluator-shaped result the site stores for a solution that never reaches a Mac.
+
+    `compile_error` when no model could be built or read, `rejected` when the model breaks the Neural
+    Engine's rules or the problem's interface; the message lists every issue.
+    """
+    rules = {i["rule"] for i in report["issues"]}
+    verdict = "compile_error" if rules & {"build", "package", "format"} else "rejected"
+    lines = [f"[{i['rule']}] {i['op'] + ': ' if i['op'] else ''}{i['detail']}" for i in report["issues"]]
+    return {
+        "verdict": verdict, "correct": None, "runtime_us": None, "eager_us": None, "compile_us": None,
+        "speedup_vs_eager": None, "speedup_vs_compile": None,
+        "message": "Not run on the Neural Engine:\n" + "\n".join(lines), "validation": report,
+    }
