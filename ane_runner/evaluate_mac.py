@@ -9,7 +9,10 @@ power from powermetrics only when sudo allows it.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
+import json
+import os
 import platform
 import tempfile
 from collections.abc import Callable
@@ -26,6 +29,7 @@ from .problem import outputs_digest
 WARMUP_CALLS = 10
 MIN_CALLS = 50
 MIN_SECONDS = 1.0
+BASELINE_UNITS = ("ALL", "CPU_ONLY")
 
 
 class JobError(Exception):
@@ -118,7 +122,7 @@ def evaluate_on_mac(ane: dict[str, Any], *, backend: MacBackend, chip: str,
             if problem:
                 return _result("wrong_answer", f"the {label} timed call: {problem}", placement=placement)
         stats = timing_stats(run.seconds)
-        baseline = _time_baseline(ane, backend, tmp, feeds_from=ins)
+        baseline = _time_baseline(ane, backend, tmp, feeds_from=ins, chip=chip)
 
     flops = int(ane["flops"])
     median = stats["median_us"]
@@ -134,15 +138,52 @@ def evaluate_on_mac(ane: dict[str, Any], *, backend: MacBackend, chip: str,
     )
 
 
-def _time_baseline(ane: dict[str, Any], backend: MacBackend, tmp: Path, *, feeds_from: list[np.ndarray]) -> dict[str, float]:
-    """Median time of the Core ML default conversion with ALL (Core ML's default) and CPU_ONLY."""
-    pkg = package_unzip(base64.b64decode(ane["baseline_b64"]), tmp / "baseline")
+def baseline_cache_key(baseline_zip: bytes, *, chip: str, macos: str, coremltools: str) -> str:
+    """Baseline timings depend on the package, the chip and the Core ML stack, nothing else."""
+    h = hashlib.sha256(baseline_zip)
+    h.update(f"|{chip}|{macos}|{coremltools}".encode())
+    return h.hexdigest()
+
+
+def baseline_cache_load(path: Path) -> dict[str, float] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not all(isinstance(data.get(u), float) and data[u] > 0 for u in BASELINE_UNITS):
+        return None
+    return {u: data[u] for u in BASELINE_UNITS}
+
+
+def baseline_cache_store(path: Path, timings: dict[str, float]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({u: float(timings[u]) for u in BASELINE_UNITS}))
+    tmp.replace(path)  # atomic: a reader never sees half a file
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("KERNELHUB_CACHE_DIR") or Path.home() / ".cache" / "kernelhub") / "ane_baselines"
+
+
+def _time_baseline(ane: dict[str, Any], backend: MacBackend, tmp: Path, *, feeds_from: list[np.ndarray],
+                   chip: str) -> dict[str, float]:
+    """Median time of the Core ML default conversion with ALL (Core ML's default) and CPU_ONLY, cached."""
+    import coremltools
+
+    zipped = base64.b64decode(ane["baseline_b64"])
+    key = baseline_cache_key(zipped, chip=chip, macos=platform.mac_ver()[0], coremltools=coremltools.__version__)
+    cached = baseline_cache_load(_cache_dir() / f"{key}.json")
+    if cached is not None:
+        return cached
+    pkg = package_unzip(zipped, tmp / "baseline")
     spec = mil.analyze_spec(package_spec(pkg))
     compiled = backend.compile(pkg, tmp / "baseline")
     feeds = _feeds(spec.inputs, feeds_from)
     out = {}
-    for units in ("ALL", "CPU_ONLY"):
+    for units in BASELINE_UNITS:
         run = backend.run_timed(compiled, units, feeds, warmup=WARMUP_CALLS, min_calls=MIN_CALLS,
                                 min_seconds=MIN_SECONDS)
         out[units] = timing_stats(run.seconds)["median_us"]
+    baseline_cache_store(_cache_dir() / f"{key}.json", out)
     return out
