@@ -58,10 +58,54 @@ def database_url_for(settings_dict: dict) -> str:
 
 
 class LiveServer:
-    def __init__(self, url: str, process: subprocess.Popen, log_path: Path) -> None:
-        self.url = url
-        self.process = process
-        self.log_path = log_path
+    """A uvicorn subprocess serving the site on 127.0.0.1:port."""
+
+    def __init__(self, *, database_url: str, var_dir: Path, port: int | None = None) -> None:
+        self.database_url = database_url
+        self.var_dir = var_dir
+        self.port = port or _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = var_dir / f"live-asgi-{self.port}.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "kernelhub.settings",
+                "DATABASE_URL": self.database_url,
+                # Hold no connection between requests: the test process flushes tables between tests and,
+                # on PostgreSQL, drops the test database at the end.
+                "DB_CONN_MAX_AGE": "0",
+                # Same var dir, hence the same embedded Redis socket (channel layer) unless REDIS_URL names one.
+                "KERNELHUB_VAR_DIR": str(self.var_dir),
+                # DEBUG lets whitenoise serve static/ straight from the source tree (no collectstatic in tests).
+                "DEBUG": "true",
+                "PORT": str(self.port),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        with open(self.log_path, "ab") as log_file:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "kernelhub.asgi:application", "--host", "127.0.0.1",
+                 "--port", str(self.port), "--log-level", "warning", "--no-access-log"],
+                cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+            )
+        _wait_until_up(self)
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
 
     def log(self) -> str:
         try:
@@ -71,6 +115,7 @@ class LiveServer:
 
 
 def _wait_until_up(server: LiveServer) -> None:
+    assert server.process is not None
     deadline = time.monotonic() + START_TIMEOUT_S
     last_error = ""
     while time.monotonic() < deadline:
@@ -94,56 +139,30 @@ def _wait_until_up(server: LiveServer) -> None:
     )
 
 
-@pytest.fixture(scope="session")
-def live_asgi_process(django_db_setup, django_db_blocker, embedded_redis) -> Iterator[LiveServer]:
-    """One uvicorn subprocess for the whole test session (starting Django costs seconds)."""
+def new_live_server(django_db_blocker, port: int | None = None) -> LiveServer:
+    """A server (not started) on this test run's database and var dir; start() and stop() it yourself."""
     from django.conf import settings
     from django.db import connections
 
     with django_db_blocker.unblock():
         database_url = database_url_for(connections["default"].settings_dict)
+    return LiveServer(database_url=database_url, var_dir=Path(settings.VAR_DIR), port=port)
 
-    port = _free_port()
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "kernelhub.settings",
-            "DATABASE_URL": database_url,
-            # Hold no connection between requests: the test process flushes tables between tests and, on
-            # PostgreSQL, drops the test database at the end.
-            "DB_CONN_MAX_AGE": "0",
-            # Same var dir, hence the same embedded Redis socket (channel layer) unless REDIS_URL names one.
-            "KERNELHUB_VAR_DIR": str(settings.VAR_DIR),
-            # DEBUG lets whitenoise serve static/ straight from the source tree (no collectstatic in tests).
-            "DEBUG": "true",
-            "PORT": str(port),
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    log_path = Path(settings.VAR_DIR) / f"live-asgi-{port}.log"
-    log_file = open(log_path, "wb")  # noqa: SIM115 - closed at teardown
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "kernelhub.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning", "--no-access-log"],
-        cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-    )
-    server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
+
+@pytest.fixture(scope="session")
+def live_asgi_process(django_db_setup, django_db_blocker, embedded_redis) -> Iterator[LiveServer]:
+    """One uvicorn subprocess for the whole test session (starting Django costs seconds)."""
+    server = new_live_server(django_db_blocker)
     try:
-        _wait_until_up(server)
+        server.start()
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log_file.close()
+        server.stop()
 
 
 @pytest.fixture
 def live_asgi_server(transactional_db, live_asgi_process: LiveServer) -> str:
     """The live server's base URL, e.g. http://127.0.0.1:40123 (no trailing slash)."""
-    if live_asgi_process.process.poll() is not None:
+    if not live_asgi_process.alive():
         pytest.fail(f"The live ASGI server has died. Its log:\n{live_asgi_process.log()}")
     return live_asgi_process.url
