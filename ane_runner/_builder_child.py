@@ -1,7 +1,8 @@
 """Harness run in a child process: confine itself, then run a solution's builder and save its package.
 
 Started by ane_runner.validate through gpu_runner.sandbox.spawn as
-`python -s -m ane_runner._builder_child WORKDIR CHANNEL_FD` (the channel is unused: results go to files).
+`python -s -m ane_runner._builder_child WORKDIR CHANNEL_FD`. The channel carries one message, the isolation
+in force, sent before the solution runs; the results go to files.
 WORKDIR holds request.json, solution.py and weights.npz; the harness writes out/solution.mlpackage and
 result.json there. It confines itself (gpu_runner's lockdown, then Landlock) before it reads the solution.
 """
@@ -17,7 +18,7 @@ _isolation: dict = {}
 
 
 def _fail(msg: str) -> None:
-    Path("result.json").write_text(json.dumps({"ok": False, "error": msg[:4000], "isolation": _isolation}))
+    Path("result.json").write_text(json.dumps({"ok": False, "error": msg[:4000]}))
     sys.exit(0)
 
 
@@ -36,6 +37,15 @@ def main() -> None:
         _isolation["landlock"] = f"abi {landlock_abi()}: reads of system and Python files only, writes to its dir"
     except SandboxUnavailable as exc:
         _isolation["landlock"] = f"not in force ({exc})"
+    # what is in force goes to the parent now, over the channel, and the channel is closed: the solution
+    # can write result.json, but it cannot rewrite this record
+    import socket
+
+    from gpu_runner.protocol import Channel
+
+    channel = Channel(socket.socket(fileno=int(sys.argv[2])))
+    channel.send({"isolation": _isolation})
+    channel.close()
     # the solution imports none of our code: the repository is not on its path (and not readable)
     sys.path[:] = [p for p in sys.path if p not in (_REPO, str(workdir), "", ".")]
     for name in [m for m in sys.modules if m.split(".")[0] in ("ane_runner", "gpu_runner")]:
@@ -90,7 +100,7 @@ def main() -> None:
         raise
     except BaseException:
         _fail("converting or saving the solution's model failed:\n" + traceback.format_exc(limit=-3))
-    Path("result.json").write_text(json.dumps({"ok": True, "kind": kind, "isolation": _isolation}))
+    Path("result.json").write_text(json.dumps({"ok": True, "kind": kind}))
 
 
 def _convert_model_new(cls, init_inputs, weights, shapes, ct):  # type: ignore[no-untyped-def]

@@ -4,6 +4,7 @@ baseline. Runs on Linux (coremltools converts there; it cannot predict there).""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -14,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from gpu_runner import sandbox
+from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError
 
 from . import mil
 from .macos import outputs_compare
 from .numpy_check import Unsupported, numpy_evaluate
 from .package import (
+    MAX_PACKAGE_BYTES,
     PackageError,
     package_find,
     package_spec,
@@ -140,8 +143,12 @@ def _solution_package(problem: Problem, solution: bytes, name: str, tmp: Path, r
             except PackageError as exc:
                 msg = str(exc)
             else:
-                shutil.copytree(found, tmp / "solution.mlpackage", symlinks=True)
-                return tmp / "solution.mlpackage"
+                size = sum(os.lstat(os.path.join(d, f)).st_size for d, _, fs in os.walk(found) for f in fs)
+                if size > MAX_PACKAGE_BYTES:
+                    msg = f"the built package is {size} bytes; the limit is {MAX_PACKAGE_BYTES}"
+                else:
+                    shutil.copytree(found, tmp / "solution.mlpackage", symlinks=True)
+                    return tmp / "solution.mlpackage"
     finally:
         shutil.rmtree(work, ignore_errors=True)
     conv.setdefault("source", "python")
@@ -156,8 +163,17 @@ def _run_builder(work: Path, timeout_s: float, conv: dict[str, Any]) -> tuple[st
                             file_bytes=2 << 30)
     t0 = time.monotonic()
     child = sandbox.spawn(["-m", "ane_runner._builder_child", str(work)], workdir=work, limits=limits)
+    isolation = dict(child.isolation)
     try:
-        child.proc.wait(timeout=timeout_s)
+        # the harness reports its confinement before any solution code runs; none came: it is not in force
+        message = child.channel.recv(deadline=t0 + timeout_s)
+        reported = message.get("isolation") if isinstance(message, dict) else None
+        if isinstance(reported, dict):
+            isolation.update({k: v for k, v in reported.items() if k in ("lockdown", "landlock")})
+    except (ChannelClosed, ChannelTimeout, ProtocolError):
+        isolation["landlock"] = "unknown: the harness reported nothing before the solution ran"
+    try:
+        child.proc.wait(timeout=max(0.0, t0 + timeout_s - time.monotonic()))
         timed_out = False
     except subprocess.TimeoutExpired:
         timed_out = True
@@ -175,9 +191,6 @@ def _run_builder(work: Path, timeout_s: float, conv: dict[str, Any]) -> tuple[st
         result = {}
     if not isinstance(result, dict):
         result = {}
-    isolation = dict(child.isolation)
-    if isinstance(result.get("isolation"), dict):
-        isolation.update({k: v for k, v in result["isolation"].items() if k in ("lockdown", "landlock")})
     if timed_out:
         return f"the builder ran over {timeout_s:.0f} s and was stopped: build the model faster", result, isolation
     if not result.get("ok"):

@@ -66,3 +66,12 @@ def test_it_stops_a_builder_that_never_returns():
     assert report["issues"] == [{"op": None, "rule": "build", "detail": report["error"]}]
     assert "ran over 20 s and was stopped" in report["error"]
     assert report["conversion"]["build_s"] < 60
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="Landlock is not available on this kernel")
+def test_it_keeps_the_isolation_record_out_of_the_builders_reach():
+    report, _, _ = validate(POINTWISE.read_text(), (SOLUTIONS / "forging_builder.py").read_bytes(), baseline=False)
+    isolation = report["conversion"]["sandbox"]
+    assert isolation["landlock"].startswith(f"abi {landlock_abi()}")
+    assert "forged" not in json.dumps(isolation)
+    assert report["error"] == "forged"  # its own error message is its to write
