@@ -173,6 +173,12 @@ def _linear(a: dict[str, Any]) -> np.ndarray:
     return out + np.asarray(a["bias"], np.float32) if a.get("bias") is not None else out
 
 
+def _concat(a: dict[str, Any]) -> np.ndarray:
+    if bool(a.get("interleave", False)):
+        raise Unsupported("concat with interleave")
+    return np.concatenate(a["values"], axis=int(a["axis"]))
+
+
 def _f(a: dict[str, Any], key: str = "x") -> np.ndarray:
     return np.asarray(a[key], np.float32)
 
@@ -197,7 +203,7 @@ _OPS: dict[str, Any] = {
     "expand_dims": lambda a: np.expand_dims(a["x"], tuple(int(i) for i in np.atleast_1d(a["axes"]))),
     "squeeze": lambda a: np.squeeze(a["x"], None if a.get("axes") is None
                                     else tuple(int(i) for i in np.atleast_1d(a["axes"]))),
-    "concat": lambda a: np.concatenate(a["values"], axis=int(a["axis"])),
+    "concat": lambda a: _concat(a),
 }
 
 
