@@ -52,11 +52,11 @@ def reference_sets(ane: dict[str, Any]) -> list[tuple[list[np.ndarray], list[np.
         data = np.load(io.BytesIO(base64.b64decode(ane["reference_b64"])), allow_pickle=False)
     except (KeyError, ValueError, OSError) as exc:
         raise JobError(f"the job's reference file is unreadable: {exc}") from exc
-    sets = []
-    for k in range(int(ane["input_sets"])):
-        ins = [data[f"s{k}_in{i}"] for i in range(len([n for n in data.files if n.startswith(f"s{k}_in")]))]
-        outs = [data[f"s{k}_out{j}"] for j in range(len([n for n in data.files if n.startswith(f"s{k}_out")]))]
-        sets.append((ins, outs))
+    def arrays(prefix: str) -> list[np.ndarray]:
+        count = sum(1 for n in data.files if n.startswith(prefix) and n[len(prefix):].isdigit())
+        return [data[f"{prefix}{i}"] for i in range(count)]
+
+    sets = [(arrays(f"s{k}_in"), arrays(f"s{k}_out")) for k in range(int(ane["input_sets"]))]
     if not sets or outputs_digest(sets[0][1]) != ane["reference_digest"]:
         raise JobError("the job's reference outputs do not match their digest: the job was damaged in transit")
     return sets
@@ -89,7 +89,10 @@ def evaluate_on_mac(ane: dict[str, Any], *, backend: MacBackend, chip: str,
             return _result("compile_error", str(exc))
         except Exception as exc:  # noqa: BLE001 - Core ML's refusal of the package is the solution's verdict
             return _result("compile_error", f"Core ML could not compile the package: {exc}")
-        placement = placement_shares(backend.plan(compiled, "CPU_AND_NE"))
+        try:
+            placement = placement_shares(backend.plan(compiled, "CPU_AND_NE"))
+        except Exception as exc:  # noqa: BLE001 - a plan Core ML cannot give is reported, not fatal
+            placement = {"error": f"MLComputePlan failed: {exc}"}
 
         on_stage("checking")
         try:
