@@ -281,7 +281,7 @@ def _builder_main(fd: int) -> None:
     cpp._import_module_from_library = lambda *a, **k: None
     import torch
 
-    torch.ops.load_library = lambda *a, **k: None
+    torch.ops.load_library = lambda *a, **k: None  # type: ignore[method-assign]
     try:
         if req["kind"] == "inline":
             cpp.load_inline(req["name"], req["cpp_sources"], cuda_sources=req["cuda_sources"] or None,

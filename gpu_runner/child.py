@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 
 def main() -> None:
@@ -67,14 +68,14 @@ class Harness:
         self.format_exc = traceback.format_exc
         self.cuda_sync = torch.cuda.synchronize
         self.Event = torch.cuda.Event
-        self.guards = None
+        self.guards: Any = None
         self.policy: dict = {}
-        self.model = None
-        self.problem = None
+        self.model: Any = None
+        self.problem: Any = None
         self.device = "cpu"
         self.sets: list[list] = []
         self.batch_outputs: list = []
-        self.flush_buf = None
+        self.flush_buf: Any = None
         self.poison_bytes = 0
         self.builds = 0
 
@@ -105,7 +106,7 @@ class Harness:
     def _error_reply(self, e: BaseException) -> dict:
         name = self.type(e).__name__
         if name == "GuardViolation":
-            findings = self.guards.integrity_report() if self.guards else []
+            findings: list[dict] = self.guards.integrity_report() if self.guards else []
             rule = findings[-1]["rule"] if findings else "anti_cheat"
             return {"ok": False, "kind": "rejected", "message": str(e), "rule": rule}
         tb = self.format_exc()
@@ -158,7 +159,7 @@ class Harness:
             try:
                 from gpu_runner import guards
             except ImportError:
-                guards = None
+                guards = None  # type: ignore[assignment]
             self.guards = guards
             info["guards"] = guards is not None
             if guards is not None:
@@ -181,7 +182,7 @@ class Harness:
         else:
             model = reference
             if self.role == "compile":
-                model = torch.compile(model)
+                model = torch.compile(model)  # type: ignore[assignment]
         self.model = model.to(self.device) if hasattr(model, "to") else model
         if hasattr(self.model, "eval"):
             self.model.eval()
@@ -258,7 +259,13 @@ class Harness:
     # ----- inputs, calls, outputs -----
     def _make_inputs(self, seed: int) -> list:
         self.manual_seed(seed)
-        inputs = list(self.problem.get_inputs())
+        if self.device == "cuda":
+            # Generated on the GPU (the same in every child on this device model): generating gigabytes
+            # of inputs on the CPU, again and again, was most of an evaluation's time.
+            with self.torch.device("cuda"):
+                inputs = list(self.problem.get_inputs())
+        else:
+            inputs = list(self.problem.get_inputs())
         return [x.to(self.device) if self.isinstance(x, self.torch.Tensor) else x for x in inputs]
 
     def _sync(self) -> None:
@@ -480,7 +487,7 @@ class Harness:
         return {"bytes_per_s": 2 * nbytes / best}
 
     def op_integrity(self, msg: dict) -> dict:
-        findings = self.guards.integrity_report() if self.guards is not None else []
+        findings: list[dict] = self.guards.integrity_report() if self.guards is not None else []
         return {"findings": findings, "guards": self.guards is not None}
 
 

@@ -19,6 +19,7 @@ import os
 import random
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -201,6 +202,7 @@ class _Run:
         self.child_versions: dict[str, Any] = {}
         self.compiling_announced = False
         self.build_log: list[dict[str, Any]] = []
+        self.ref_thread: _Background | None = None
 
     def stage(self, name: str) -> None:
         _log(f"stage {name}")
@@ -211,6 +213,8 @@ class _Run:
         escaped: list[int] = []
         for s in self.sessions:
             escaped += s.close()
+        if self.ref_thread is not None:
+            self.ref_thread.join(swallow=True)  # its child is gone: it ends at once
         if escaped:
             self.result["isolation"]["killed_escaped_processes"] = len(escaped)
 
@@ -277,13 +281,16 @@ class _Run:
         except formats.FormatError as e:
             raise Verdict("compile_error", str(e)) from None
         self._prescreen()
-        self._reference_outputs()
+        # The trusted reference computes the expected outputs while the solution's child starts and builds.
+        self.reference = self._session("eager")
+        self.ref_thread = _Background(self._reference_outputs)
         self.stage("compiling")
         sol = self._session("solution", on_build=self._on_build)
         self.result["isolation"] = dict(sol.child.isolation)
         reply = self._untrusted(sol, "load", "loading (import, build, ModelNew construction)",
                                 timeout=_load_timeout(), **self._load_fields("solution"))
-        info = reply.get("info") if isinstance(reply.get("info"), dict) else {}
+        raw_info = reply.get("info")
+        info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
         self.child_versions = {k: v for k, v in info.items() if isinstance(v, (str, int)) or v is None}
         # Read by the parent from /proc, not taken from the child's word.
         observed = sandbox.observed_isolation(sol.child)
@@ -294,6 +301,7 @@ class _Run:
             "runtime_guards": bool(info.get("guards")),
         })
         self.result["checks"]["builds"] = self.build_log
+        self.ref_thread.join()
         self.stage("checking")
         self._trials(sol)
         self.stage("timing")
@@ -325,8 +333,8 @@ class _Run:
                 "solution_file": "solution.py" if role == "solution" else None, "policy": policy}
 
     def _reference_outputs(self) -> None:
-        ref = self._session("eager")
-        self.reference = ref
+        ref = self.reference
+        assert ref is not None
         self._trusted(ref, "load", timeout=_load_timeout(), **self._load_fields("eager"))
         self.trial_seeds = [_derived_seed(self.seed, "trial", i) for i in range(N_TRIALS)]
         self.expected: list[list[Any]] = []
@@ -349,12 +357,6 @@ class _Run:
         self.result["checks"].update({"trials": N_TRIALS, "timing_input_sets": self.n_sets,
                                       "input_bytes": self.input_bytes, "output_bytes": self.output_bytes})
         self.device_model = sysinfo.device_model(self.device)
-        self.bandwidth = limits.cached_bandwidth(self.device_model)
-        if self.bandwidth is None:
-            nbytes = (1 << 30) if self.device == "cuda" else (64 << 20)
-            bw = float(self._trusted(ref, "calibrate", bytes=nbytes)["bytes_per_s"])
-            limits.store_bandwidth(self.device_model, bw, f"best of 10 copies of {nbytes} bytes")
-            self.bandwidth = bw
 
     def _poison_bytes(self) -> int:
         return int(min(2 * self.output_bytes + (1 << 20), 1 << 30))
@@ -409,7 +411,8 @@ class _Run:
             prefix = f"b{batch_no[0]}_"
             reply = self._untrusted(sol, "save_batch", "saving timed outputs", positions=positions, prefix=prefix)
             self._structure_problems(reply, "in a timed call")
-            files = reply.get("files") if isinstance(reply.get("files"), dict) else {}
+            raw_files = reply.get("files")
+            files: dict[str, Any] = raw_files if isinstance(raw_files, dict) else {}
             checked = set(positions)
             for pos, k in enumerate(order):
                 if perturb:
@@ -466,6 +469,13 @@ class _Run:
 
     def _physics(self) -> None:
         median = self.result["runtime_us"]
+        self.bandwidth = limits.cached_bandwidth(self.device_model)
+        if self.bandwidth is None and self.reference is not None:
+            # Measured once per device model, by the trusted child, while nothing else of ours runs.
+            nbytes = (1 << 30) if self.device == "cuda" else (64 << 20)
+            bw = float(self._trusted(self.reference, "calibrate", bytes=nbytes)["bytes_per_s"])
+            limits.store_bandwidth(self.device_model, bw, f"best of 10 copies of {nbytes} bytes")
+            self.bandwidth = bw
         sol_check = limits.check(self.device, median, limits.least_bytes(self.input_bytes, self.output_bytes),
                                  self.bandwidth)
         self.result["checks"]["speed_of_light"] = sol_check
@@ -507,6 +517,27 @@ class _Run:
         except (EvaluatorError, timing.TimingRejected) as e:
             _log(f"baseline {mode} failed: {e}")
             return {"error": str(e)[:2000]}
+
+
+class _Background:
+    """A function run on a thread; join() re-raises what it raised."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the joining thread
+            self.error = e
+
+    def join(self, swallow: bool = False) -> None:
+        self.thread.join()
+        if self.error is not None and not swallow:
+            error, self.error = self.error, None
+            raise error
 
 
 class _UntrustedTiming:

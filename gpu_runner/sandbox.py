@@ -49,9 +49,19 @@ def cache_dir() -> Path:
 
 
 def work_base() -> Path:
-    # Outside /tmp: the child gets a fresh tmpfs on /tmp, and its own directory must stay visible to it.
-    base = cache_dir() / "work"
+    """Where the children's directories go: memory-backed /dev/shm when it is large (outputs of gigabytes
+    cross through files there), else the cache directory's work/."""
+    if os.environ.get("KERNELHUB_WORK_DIR"):
+        base = Path(os.environ["KERNELHUB_WORK_DIR"])
+    else:
+        base = cache_dir() / "work"
+        try:
+            if shutil.disk_usage("/dev/shm").free >= 32 << 30 and os.access("/dev/shm", os.W_OK):
+                base = Path("/dev/shm") / "kernelhub-work"
+        except OSError:
+            pass
     base.mkdir(parents=True, exist_ok=True)
+    base.chmod(0o711)
     return base
 
 
