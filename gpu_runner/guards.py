@@ -47,7 +47,12 @@ ALLOWED_ATEN_OPS = frozenset(
         "aten::is_same_size", "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset",
         "aten::is_contiguous", "aten::is_nonzero", "aten::_local_scalar_dense", "aten::set_",
         "aten::_has_compatible_shallow_copy_type", "aten::record_stream", "aten::size", "aten::stride",
-        "aten::numel", "aten::dim",
+        "aten::numel", "aten::dim", "aten::item", "aten::is_floating_point", "aten::is_complex",
+        "aten::result_type", "aten::detach_", "aten::lift_fresh_copy",
+        # composites the profiler names although they only reach the ops above
+        "aten::mT", "aten::mH", "aten::numpy_T", "aten::matrix_H", "aten::adjoint", "aten::movedim",
+        "aten::moveaxis", "aten::swapaxes", "aten::swapdims", "aten::ravel", "aten::type_as",
+        "aten::resolve_conj", "aten::resolve_neg",
         # copies and moves
         "aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to", "aten::_copy_from",
         "aten::_copy_from_and_resize",
