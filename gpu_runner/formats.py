@@ -17,6 +17,7 @@ _META_TYPES: dict[str, tuple[type, ...]] = {
     "atol": (int, float),
     "rtol": (int, float),
     "allow_torch": (list, tuple),
+    "perturb_timed_inputs": (bool,),
 }
 
 
