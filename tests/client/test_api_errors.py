@@ -6,6 +6,8 @@ import pytest
 from tests.client.conftest import solution
 from tests.client.helpers import one_json_object, run_cli
 
+pytestmark = pytest.mark.slow  # starts the live ASGI server
+
 
 def test_it_explains_a_refused_token(site, tmp_path):
     path = tmp_path / "s.py"

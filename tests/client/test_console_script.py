@@ -3,7 +3,11 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.client.helpers import one_json_object
+
+pytestmark = pytest.mark.slow  # starts the live ASGI server
 
 
 def test_it_runs_as_a_command(site, tmp_path):

@@ -6,6 +6,8 @@ from tests.client.conftest import solution
 from tests.client.helpers import one_json_object, run_cli
 from tests.client.runner_stand_in import play_job
 
+pytestmark = pytest.mark.slow  # starts the live ASGI server
+
 
 @pytest.mark.parametrize(("verdict", "code"), [("wrong_answer", 1), ("compile_error", 3), ("runtime_error", 3),
                                                ("timeout", 3), ("rejected", 4)])

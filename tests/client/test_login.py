@@ -3,7 +3,11 @@
 import json
 import stat
 
+import pytest
+
 from tests.client.helpers import one_json_object, run_cli
+
+pytestmark = pytest.mark.slow  # starts the live ASGI server
 
 
 def test_it_stores_a_checked_login_privately_and_uses_it(site, tmp_path, monkeypatch):

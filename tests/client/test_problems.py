@@ -1,6 +1,10 @@
 """`kernelhub problems` lists the site's problems, filtered by pool and level like the API."""
 
+import pytest
+
 from tests.client.helpers import one_json_object, run_cli
+
+pytestmark = pytest.mark.slow  # starts the live ASGI server
 
 
 def test_it_lists_and_filters_the_problems(site):

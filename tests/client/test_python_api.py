@@ -1,8 +1,12 @@
 """The Python API: submit, then wait with a callback on every poll, against the live site."""
 
+import pytest
+
 from kernelhub_client import ApiError, Client
 from tests.client.conftest import solution
 from tests.client.runner_stand_in import play_job
+
+pytestmark = pytest.mark.slow  # starts the live ASGI server
 
 
 def test_it_submits_and_waits_for_the_verdict(site):

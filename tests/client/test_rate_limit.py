@@ -1,10 +1,13 @@
 """Past the site's real hourly limit the client neither hangs for an hour nor hammers: it says when to retry."""
 
+import pytest
 from django.conf import settings
 
 from apps.submissions.services import submission_create
 from tests.client.conftest import solution
 from tests.client.helpers import one_json_object, run_cli
+
+pytestmark = pytest.mark.slow  # starts the live ASGI server
 
 
 def test_it_reports_the_sites_rate_limit_with_its_retry_after(site, tmp_path):

@@ -1,8 +1,12 @@
 """`kernelhub submit --wait` follows a real submission through its stages to the verdict."""
 
+import pytest
+
 from tests.client.conftest import solution
 from tests.client.helpers import one_json_object, run_cli
 from tests.client.runner_stand_in import play_job
+
+pytestmark = pytest.mark.slow  # starts the live ASGI server
 
 ACCEPTED = {"verdict": "accepted", "correct": True, "runtime_us": 50.0, "eager_us": 100.0, "compile_us": 75.0,
             "speedup_vs_eager": 2.0, "speedup_vs_compile": 1.5, "message": "", "timing": {"n": 40}}
