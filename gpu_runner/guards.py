@@ -188,6 +188,7 @@ _baseline_threads: set[int] = set()
 _forward_calls = 0
 _cwd = ""
 _pid = 0
+_private_roots_cache: list[str] = []
 _real_start_new_thread = _thread.start_new_thread
 
 
@@ -313,8 +314,9 @@ def _open_detail(args: tuple[Any, ...]) -> str | None:
     path, mode, flags = (list(args) + [None, None, None])[:3]
     if isinstance(path, int) or path is None:
         return None
-    path = os.fsdecode(path)
-    real = os.path.realpath(os.path.join(_cwd, path))
+    real = os.path.realpath(os.fsdecode(path))
+    if _is_private(real):
+        return _PRIVATE_DETAIL.format(path=real)
     # Another process's memory, environment or files, through /proc: the harness's parent holds secrets.
     parts = real.split(os.sep)
     if len(parts) > 2 and parts[1] == "proc":
@@ -333,6 +335,38 @@ def _open_detail(args: tuple[Any, ...]) -> str | None:
         f"writing {real} outside the evaluation's own directory; a solution may write only under its working "
         "directory (build caches, the evaluator's files and other evaluations are off limits)"
     )
+
+
+_PRIVATE_DETAIL = (
+    "reading {path} is not allowed: other evaluations' directories and the evaluator's caches hold other "
+    "people's submissions; a solution may read only its own directory and installed software"
+)
+
+
+def _private_roots(cwd: str) -> list[str]:
+    """Directories with other submissions in them: the sibling work directories and the evaluator's caches."""
+    roots = []
+    parent = os.path.dirname(cwd)
+    # The core's layout: <cache>/work/<evaluation> or /dev/shm/kernelhub-work/<evaluation>.
+    if os.path.basename(parent) in {"work", "kernelhub-work"}:
+        roots.append(parent)
+        if os.path.basename(parent) == "work":
+            roots.append(os.path.dirname(parent))
+    if os.environ.get("KERNELHUB_CACHE_DIR"):
+        roots.append(os.environ["KERNELHUB_CACHE_DIR"])
+    try:
+        import pwd
+
+        roots.append(os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".cache", "kernelhub"))
+    except (ImportError, KeyError):
+        pass
+    return [os.path.realpath(r) for r in roots]
+
+
+def _is_private(real: str) -> bool:
+    if real == _cwd or real.startswith(_cwd + os.sep):
+        return False
+    return any(real == root or real.startswith(root + os.sep) for root in _private_roots_cache)
 
 
 def _program_name(args: tuple[Any, ...]) -> str:
@@ -387,6 +421,10 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
             detail = f"starting a program ({_program_name(args)}) is not allowed: the evaluator builds extensions itself"
         if detail is None and event == "open":
             detail = _open_detail(args)
+        if detail is None and event in {"os.listdir", "os.scandir", "glob.glob"} and args:
+            target = args[0] if args[0] is not None else "."
+            if not isinstance(target, int) and _is_private(os.path.realpath(os.fsdecode(target))):
+                detail = _PRIVATE_DETAIL.format(path=os.path.realpath(os.fsdecode(target)))
     finally:
         _in_hook = False
     if detail is not None:
@@ -449,6 +487,7 @@ def install_process_guards() -> None:
     _baseline_threads = _python_threads()
     _cwd = os.path.realpath(os.getcwd())
     _pid = os.getpid()
+    _private_roots_cache[:] = _private_roots(_cwd)
     _thread.start_new_thread = _guarded_start_new_thread
     threading._start_new_thread = _guarded_start_new_thread  # type: ignore[attr-defined]
     sys.addaudithook(_audit_hook)
