@@ -169,6 +169,7 @@ _TRUSTED_IN_FORWARD = (
 _TRUSTED_PROGRAM_STARTERS = _TRUSTED_IN_FORWARD + (
     os.path.join("torch", "utils", "cpp_extension.py"),
 )
+_TORCH_DIR = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,)
 _HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
@@ -189,6 +190,7 @@ _forward_calls = 0
 _cwd = ""
 _pid = 0
 _private_roots_cache: list[str] = []
+_profiler_failed: list[str] = []  # why torch's profiler could not start here, if it could not
 _real_start_new_thread = _thread.start_new_thread
 
 
@@ -279,12 +281,13 @@ def _guarded_start_new_thread(function: Any, args: Any, kwargs: Any = None) -> i
     return _real_start_new_thread(function, args, kwargs)
 
 
-def _caller_is_trusted(markers: tuple[str, ...]) -> bool:
-    """Whether the innermost frame outside the standard library and this file belongs to a trusted library."""
+def _caller_is_trusted(markers: tuple[str, ...], skip: tuple[str, ...] = ()) -> bool:
+    """Whether the innermost frame outside the standard library, this file and `skip` belongs to a trusted
+    library."""
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if filename == __file__:
+        if filename == __file__ or (skip and any(part in filename for part in skip)):
             frame = frame.f_back
             continue
         # The innermost frame outside the standard library decides: a library that writes on the solution's
@@ -300,12 +303,12 @@ def _caller_is_trusted(markers: tuple[str, ...]) -> bool:
     return False
 
 
-def _trusted_now(markers: tuple[str, ...]) -> bool:
+def _trusted_now(markers: tuple[str, ...], skip: tuple[str, ...] = ()) -> bool:
     """_caller_is_trusted from outside the audit hook: its own frame lookup must not trip the hook."""
     global _in_hook
     outer, _in_hook = _in_hook, True
     try:
-        return _caller_is_trusted(markers)
+        return _caller_is_trusted(markers, skip)
     finally:
         _in_hook = outer
 
@@ -441,11 +444,15 @@ class _BlockTorchCompute(TorchDispatchMode):
     def __init__(self, allowed: frozenset[str]) -> None:
         super().__init__()
         self.allowed = allowed
+        self.library_ops: set[str] = set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         name = func._schema.name
         if name not in self.allowed and f"{name}.{func._overloadname}" not in self.allowed:
-            raise _violation("torch_fallback", _fallback_detail(name))
+            # Triton's autotuner times its candidates with torch (torch.quantile, mean): its own doing.
+            if not _trusted_now(_TRUSTED_IN_FORWARD, skip=_TORCH_DIR):
+                raise _violation("torch_fallback", _fallback_detail(name))
+            self.library_ops.add(name)
         return func(*args, **(kwargs or {}))
 
 
@@ -476,8 +483,11 @@ def install_process_guards() -> None:
     # the solution can interfere.
     with _BlockTorchCompute(ALLOWED_ATEN_OPS):
         torch.empty(1)
-    with torch.autograd.profiler.profile(use_kineto=False):
-        torch.empty(1)
+    try:
+        with torch.autograd.profiler.profile(use_kineto=False):
+            torch.empty(1)
+    except Exception as exc:  # noqa: BLE001 - the dispatch mode still guards; say why the record is off
+        _profiler_failed.append(f"{type(exc).__name__}: {exc}")
     _watched = _snapshot_watched()
     for name, read in _PRECISION_SETTINGS.items():
         try:
@@ -525,7 +535,7 @@ def forward_guard(policy: dict) -> Iterator[None]:
     record = policy.get("record_ops", True) and block
     mode = _BlockTorchCompute(allowed) if block else None
     stack_depth = torch._C._len_torch_dispatch_stack()
-    profiler = torch.autograd.profiler.profile(use_kineto=False) if record else None
+    profiler = torch.autograd.profiler.profile(use_kineto=False) if record and not _profiler_failed else None
     try:
         with contextlib.ExitStack() as stack:
             if profiler is not None:
@@ -549,7 +559,7 @@ def forward_guard(policy: dict) -> Iterator[None]:
     finally:
         # Also when the forward raised: a solution that catches nothing still gets its findings recorded.
         if profiler is not None:
-            _check_profiled_ops(profiler, allowed)
+            _check_profiled_ops(profiler, allowed | (mode.library_ops if mode is not None else set()))
         _forward_calls += 1
         _after_forward(policy, native_before)
 
