@@ -197,6 +197,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 SWEEP_INTERVAL_S = env_int("SWEEP_INTERVAL_S", 60)
 CELERY_BEAT_SCHEDULE: dict = {
     "sweep-jobs": {"task": "submissions.sweep_jobs", "schedule": SWEEP_INTERVAL_S, "options": {"queue": "site"}},
+    # Jobs of runners that went offline (no heartbeat for RUNNER_OFFLINE_AFTER_S) go back to the queue.
+    "sweep-offline-runners": {"task": "devices.sweep_offline_runners", "schedule": SWEEP_INTERVAL_S,
+                              "options": {"queue": "site"}},
 }
 # What runners are told to connect to (GET /api/v1/runners/me/): a remote runner may reach the broker under
 # another name than the site does.
@@ -218,6 +221,8 @@ JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)
 # A job still queued this long after its dispatch is sent again (the broker may have lost it).
 JOB_QUEUED_TIMEOUT_S = env_int("JOB_QUEUED_TIMEOUT_S", 2 * 3600)
 RUNNER_OFFLINE_AFTER_S = env_int("RUNNER_OFFLINE_AFTER_S", 90)
+# A runner whose calibration is this many percent slower than its pool's median on any ceiling is drained.
+CALIBRATION_OUTLIER_PCT = env_int("CALIBRATION_OUTLIER_PCT", 5)
 REPORTED_RESULTS_DIR = Path(env_str("REPORTED_RESULTS_DIR", str(BASE_DIR / "data" / "reported")))
 # The open dataset served at /api/v1/dataset/ is re-exported when older than this.
 DATASET_MAX_AGE_S = env_int("DATASET_MAX_AGE_S", 600)
