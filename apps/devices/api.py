@@ -67,3 +67,42 @@ class RunnerHeartbeatApi(APIView):
         runner = services.runner_heartbeat(runner=runner, host_info=serializer.validated_data["host_info"],
                                            telemetry=serializer.validated_data["telemetry"])
         return Response(self.OutputSerializer(runner).data)
+
+
+class RunnerCalibrationApi(APIView):
+    authentication_classes = [RunnerAuthentication]
+    permission_classes = [IsRunner]
+
+    @extend_schema_serializer(component_name="RunnerCalibration")
+    class InputSerializer(serializers.Serializer):
+        worker = serializers.RegexField(r"^(gpu|cpu)\d+$", max_length=20,
+                                        help_text="The worker measured: gpu0, gpu1 ... or cpu0.")
+        device_model = serializers.CharField(max_length=200)
+        copy_bandwidth_gbps = serializers.FloatField(min_value=1e-6, max_value=1e6,
+                                                     help_text="Device-to-device copy, read + write, GB/s.")
+        matmul_fp32_tflops = serializers.FloatField(min_value=1e-9, max_value=1e5,
+                                                    help_text="Large fp32 matmul, TF32 off.")
+        matmul_bf16_tflops = serializers.FloatField(min_value=1e-9, max_value=1e5, required=False,
+                                                    allow_null=True, default=None)
+        reference_kernel_us = serializers.FloatField(min_value=1e-3, max_value=1e9,
+                                                     help_text="The fixed reference kernel's median time.")
+        versions = serializers.DictField(required=False, default=dict)
+
+    @extend_schema_serializer(component_name="RunnerCalibrationAnswer")
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        is_outlier = serializers.BooleanField()
+        comparison = serializers.DictField(help_text="Per ceiling: the pool median and slower_pct.")
+        is_draining = serializers.BooleanField(source="runner.is_draining")
+        drain_reason = serializers.CharField(source="runner.drain_reason")
+
+    @extend_schema(summary="Runner: post measured ceilings (an outlier of its pool is drained)", tags=["runners"],
+                   request=InputSerializer, responses=OutputSerializer)
+    def post(self, request: Request) -> Response:
+        runner = request.auth
+        assert isinstance(runner, Runner)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        calibration = services.calibration_record(runner=runner, **serializer.validated_data)
+        calibration.runner.refresh_from_db()
+        return Response(self.OutputSerializer(calibration).data, status=201)
