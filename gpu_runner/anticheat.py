@@ -275,9 +275,11 @@ def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
         id(n.value) for n in ast.walk(tree)
         if isinstance(n, ast.Subscript) and _is_build_env_write(n, _expand(_dotted(n.value) or "", al.names))
     }
+    # Only the longest chain is judged (torch.ops.aten.relu, not also torch.ops.aten and torch.ops).
+    inner_chains = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
-            dotted = _dotted(node)
+            dotted = _dotted(node) if id(node) not in inner_chains else None
             if dotted:
                 full = _expand(dotted, al.names)
                 if full == "os.environ" and id(node) in build_env_nodes:
@@ -306,8 +308,7 @@ def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
                                          "remove it"))
             if fn in {"setattr", "getattr", "delattr"} and node.args:
                 target = _dotted(node.args[0])
-                if target and _expand(target, al.names).split(".")[0] in {"torch", "time", "builtins", "sys", "os",
-                                                                            "gc", "threading", "math", "numpy"}:
+                if target and _expand(target, al.names).split(".")[0] in PROTECTED_ROOTS:
                     if fn != "getattr":
                         findings.append(_finding(
                             "monkeypatch",
