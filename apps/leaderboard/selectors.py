@@ -19,6 +19,8 @@ KernelBench's conventions, as this site applies them:
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,16 +28,35 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, F, OuterRef, QuerySet, Window
+from django.core.cache import cache
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    Exists,
+    F,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+    Window,
+)
 from django.db.models.functions import RowNumber
 
 from apps.devices.models import HardwarePool
+from apps.leaderboard.models import ModerationAction
 from apps.submissions.models import Entrant, Evaluation, Problem, Submission
 
 EAGER_SLUG = "pytorch-eager"
 COMPILE_SLUG = "torch-compile"
 BASELINES = {EAGER_SLUG: "PyTorch eager", COMPILE_SLUG: "torch.compile"}
 BASELINE_OWNER_USERNAME = "kernelhub-baselines"
+ROWS_CACHE_S = 300
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -125,6 +146,8 @@ def suite_problems(*, pool: str, level: int | None = None) -> dict[int, SuitePro
 
 def counted_evaluations(*, pool: str, problem_ids: Any) -> QuerySet[Evaluation]:
     """Final evaluations that count for the rankings (see the module docstring)."""
+    # "No newer done evaluation of the same submission": an anti-join on the submission_id index. (An
+    # aggregate of the latest id per submission measured slower here, on SQLite and PostgreSQL alike.)
     newer_done = Evaluation.objects.filter(
         submission_id=OuterRef("submission_id"), status=Evaluation.STATUS_DONE, id__gt=OuterRef("id")
     )
@@ -138,27 +161,33 @@ def counted_evaluations(*, pool: str, problem_ids: Any) -> QuerySet[Evaluation]:
         )
         .exclude(submission__entrant__slug__in=BASELINES)
         .filter(~Exists(newer_done))
+        .order_by()
     )
+
+
+_ACCEPTED = Q(verdict="accepted", correct=True, runtime_us__gt=0)
 
 
 def _accepted(qs: QuerySet[Evaluation]) -> QuerySet[Evaluation]:
-    return qs.filter(verdict="accepted", correct=True, runtime_us__gt=0)
+    return qs.filter(_ACCEPTED)
 
 
 def _best_per_entrant_problem(qs: QuerySet[Evaluation]) -> list[dict[str, Any]]:
-    """One row per (entrant, problem): the accepted evaluation with the lowest runtime, in one query."""
-    ranked = _accepted(qs).annotate(
+    """One row per (entrant, problem) attempted: the accepted evaluation with the lowest runtime, or, where
+    none was accepted, a failed one (`accepted` False): attempts and bests in one query."""
+    ranked = qs.annotate(
         entrant_id=F("submission__entrant_id"),
         problem_id=F("submission__problem_id"),
+        accepted=Case(When(_ACCEPTED, then=Value(True)), default=Value(False), output_field=BooleanField()),
         place=Window(
             RowNumber(),
             partition_by=[F("submission__entrant_id"), F("submission__problem_id")],
-            order_by=[F("runtime_us").asc(), F("id").asc()],
+            order_by=[F("accepted").desc(), F("runtime_us").asc(), F("id").asc()],
         ),
     )
     return list(
-        ranked.filter(place=1).values(
-            "id", "submission_id", "entrant_id", "problem_id", "runtime_us", "speedup_vs_eager",
+        ranked.filter(place=1).order_by().values(
+            "id", "submission_id", "entrant_id", "problem_id", "accepted", "runtime_us", "speedup_vs_eager",
             "speedup_vs_compile", "finished_at",
         )
     )
@@ -166,7 +195,7 @@ def _best_per_entrant_problem(qs: QuerySet[Evaluation]) -> list[dict[str, Any]]:
 
 def _baseline_measurements(*, pool: str, problem_ids: Any) -> dict[int, tuple[float, float | None, datetime | None]]:
     """problem id -> (eager_us, compile_us, when): the latest measurement on this pool."""
-    qs = (
+    latest = (
         Evaluation.objects.filter(
             status=Evaluation.STATUS_DONE,
             submission__pool__slug=pool,
@@ -175,14 +204,14 @@ def _baseline_measurements(*, pool: str, problem_ids: Any) -> dict[int, tuple[fl
             submission__entrant__is_banned=False,
             eager_us__gt=0,
         )
-        .annotate(
-            problem_id=F("submission__problem_id"),
-            place=Window(RowNumber(), partition_by=[F("submission__problem_id")], order_by=[F("id").desc()]),
-        )
-        .filter(place=1)
-        .values_list("problem_id", "eager_us", "compile_us", "finished_at")
+        .order_by()
+        .values("submission__problem_id")
+        .annotate(last=Max("id"))
+        .values("last")
     )
-    return {pid: (eager, comp if comp and comp > 0 else None, when) for pid, eager, comp, when in qs}
+    rows = Evaluation.objects.filter(id__in=Subquery(latest)).order_by().values_list(
+        "submission__problem_id", "eager_us", "compile_us", "finished_at")
+    return {pid: (eager, comp if comp and comp > 0 else None, when) for pid, eager, comp, when in rows}
 
 
 def _baseline_boards(
@@ -200,23 +229,24 @@ def _baseline_boards(
     return [eager_board, compile_board]
 
 
-def board_data(*, pool: str, level: int | None = None) -> tuple[dict[int, SuiteProblem], list[EntrantBoard]]:
+def board_data(
+    *, pool: str, level: int | None = None, suite: dict[int, SuiteProblem] | None = None
+) -> tuple[dict[int, SuiteProblem], list[EntrantBoard]]:
     """The suite and, per entrant on the board (baselines first), its best result per problem."""
-    suite = suite_problems(pool=pool, level=level)
+    if suite is None:
+        suite = suite_problems(pool=pool, level=level)
     suite_ids = list(suite)
     counted = counted_evaluations(pool=pool, problem_ids=suite_ids)
 
-    attempted = dict(
-        counted.values("submission__entrant_id")
-        .annotate(n=Count("submission__problem_id", distinct=True))
-        .values_list("submission__entrant_id", "n")
-    )
+    attempted: dict[int, int] = defaultdict(int)
     best_by_entrant: dict[int, dict[int, Best]] = defaultdict(dict)
     for r in _best_per_entrant_problem(counted):
-        best_by_entrant[r["entrant_id"]][r["problem_id"]] = Best(
-            r["problem_id"], r["runtime_us"], r["speedup_vs_eager"], r["speedup_vs_compile"], r["finished_at"],
-            r["id"], r["submission_id"],
-        )
+        attempted[r["entrant_id"]] += 1
+        if r["accepted"]:
+            best_by_entrant[r["entrant_id"]][r["problem_id"]] = Best(
+                r["problem_id"], r["runtime_us"], r["speedup_vs_eager"], r["speedup_vs_compile"],
+                r["finished_at"], r["id"], r["submission_id"],
+            )
     entrants = Entrant.objects.filter(id__in=list(attempted)).values_list("id", "name", "slug", "kind")
     boards = _baseline_boards(_baseline_measurements(pool=pool, problem_ids=suite_ids), baseline_entrants())
     for eid, name, slug, kind in entrants:
@@ -281,8 +311,41 @@ def leaderboard_rows(*, pool: str, level: int | None = None, p: float = 1.0) -> 
     Ranked by fast_p vs eager, then fast_p vs torch.compile, fast_0 and the geometric mean; equal keys share
     a rank (1, 1, 3). Rates are fractions in [0, 1], None when the suite is empty.
     """
-    suite, boards = board_data(pool=pool, level=level)
-    return rank_rows(suite=suite, boards=boards, p=p)
+    suite = suite_problems(pool=pool, level=level)
+    # Every open board re-fetches its rows when a result lands: the ranking is cached under a signature of
+    # everything it depends on, so N viewers cost one computation and N cheap signature reads.
+    key = f"leaderboard:rows:{pool}:{level}:{p!r}:{_board_signature(pool=pool, suite_ids=list(suite))}"
+    rows = _cache_get(key)
+    if rows is None:
+        suite, boards = board_data(pool=pool, level=level, suite=suite)
+        rows = rank_rows(suite=suite, boards=boards, p=p)
+        _cache_set(key, rows)
+    return rows
+
+
+def _board_signature(*, pool: str, suite_ids: list[int]) -> str:
+    """Changes whenever the rows could: a result lands or is deleted, a submission or entrant is moderated
+    (always through services.py, which logs it), the suite changes. Renames show within ROWS_CACHE_S."""
+    done = Evaluation.objects.filter(status=Evaluation.STATUS_DONE, submission__pool__slug=pool).aggregate(
+        n=Count("id"), last=Max("id"), at=Max("finished_at"))
+    moderated = ModerationAction.objects.aggregate(last=Max("id"))["last"]
+    state = repr((sorted(suite_ids), done["n"], done["last"], done["at"], moderated))
+    return hashlib.sha256(state.encode()).hexdigest()[:24]
+
+
+def _cache_get(key: str) -> Any:
+    try:
+        return cache.get(key)
+    except Exception:  # the cache is an optimisation: without Redis, compute
+        logger.warning("Leaderboard cache unavailable; computing the rows.", exc_info=True)
+        return None
+
+
+def _cache_set(key: str, value: Any) -> None:
+    try:
+        cache.set(key, value, ROWS_CACHE_S)
+    except Exception:
+        logger.warning("Leaderboard cache unavailable; rows not cached.", exc_info=True)
 
 
 def rank_rows(*, suite: dict[int, SuiteProblem], boards: list[EntrantBoard], p: float = 1.0) -> list[Row]:
@@ -355,21 +418,27 @@ def progress_series(
     )
     state: dict[str, dict[str, Any]] = {}
     for name, slug, kind, pid, runtime, speedup, when in rows:
-        s = state.setdefault(slug, {"entrant": name, "slug": slug, "kind": kind, "best": {}, "points": []})
+        s = state.get(slug)
+        if s is None:
+            s = state[slug] = {"entrant": name, "slug": slug, "kind": kind, "points": [],
+                               "best": {}, "log_sum": 0.0, "logs": 0, "fast": 0}
         previous = s["best"].get(pid)
         if previous is not None and previous[0] <= runtime:
             continue  # not an improvement: the board did not change
+        # Running sums, updated by the difference: one pass over the results, however many problems.
+        for (sign, sp) in ((-1, previous[1] if previous else None), (1, speedup)):
+            if sp and sp > 0:
+                s["log_sum"] += sign * math.log(sp)
+                s["logs"] += sign
+                s["fast"] += sign * (sp > 1.0)
         s["best"][pid] = (runtime, speedup)
-        speedups = [sp for _, sp in s["best"].values() if sp and sp > 0]
         s["points"].append({
             "at": when,
             "solved": len(s["best"]),
-            "fast_1_vs_eager": sum(1 for sp in speedups if sp > 1.0),
-            "geomean_speedup_vs_eager": _geomean(speedups),
+            "fast_1_vs_eager": s["fast"],
+            "geomean_speedup_vs_eager": math.exp(s["log_sum"] / s["logs"]) if s["logs"] else None,
         })
-    for s in state.values():
-        del s["best"]
-    return list(state.values())
+    return [{k: s[k] for k in ("entrant", "slug", "kind", "points")} for s in state.values()]
 
 
 def problem_board(*, slug: str, pool: str) -> list[dict[str, Any]]:
@@ -377,7 +446,7 @@ def problem_board(*, slug: str, pool: str) -> list[dict[str, Any]]:
     among them (rank None). Raises Problem.DoesNotExist when the problem is not active on this pool."""
     problem = Problem.objects.get(slug=slug, is_active=True, pools__slug=pool)
     counted = counted_evaluations(pool=pool, problem_ids=[problem.id])
-    best = _best_per_entrant_problem(counted)
+    best = [r for r in _best_per_entrant_problem(counted) if r["accepted"]]
     entrants = {
         e["id"]: e
         for e in Entrant.objects.filter(id__in=[r["entrant_id"] for r in best]).values(

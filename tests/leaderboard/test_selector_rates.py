@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 def suite():
     pool = make_pool("h200")
     p1, p2, p3 = (make_problem(s, level=1, pools=(pool,)) for s in ("p1", "p2", "p3"))
-    p4 = make_problem("p4", level=2, pools=(pool,))
+    make_problem("p4", level=2, pools=(pool,))  # level 2, never attempted
     alice = make_entrant("Alice", "agent")
     # p1: two accepted submissions; the faster (40 us) counts: 2.5x eager, 2.0x compile.
     result(alice, p1, pool, runtime_us=50, eager_us=100, compile_us=80)
