@@ -15,7 +15,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from apps.devices.models import HardwarePool, Runner
+from apps.devices import services
+from apps.devices.models import AuditLog, Calibration, HardwarePool, Runner
 
 
 @admin.register(HardwarePool)
@@ -51,10 +52,39 @@ class RunnerAdmin(admin.ModelAdmin):
 
     @admin.action(description="Disable: its secret stops working")
     def disable(self, request: HttpRequest, queryset: QuerySet[Runner]) -> None:
-        n = queryset.update(is_disabled=True)
-        self.message_user(request, f"Disabled {n} runner(s): their API calls are now refused.")
+        # Through the service: the audit log, the workers' consumers cancelled, running jobs re-queued.
+        for runner in queryset.select_related("pool"):
+            services.runner_disable(runner=runner, actor=request.user)
+        self.message_user(request, f"Disabled {queryset.count()} runner(s): their API calls are now refused.")
 
     @admin.action(description="Enable")
     def enable(self, request: HttpRequest, queryset: QuerySet[Runner]) -> None:
-        n = queryset.update(is_disabled=False)
-        self.message_user(request, f"Enabled {n} runner(s).")
+        for runner in queryset:
+            services.runner_enable(runner=runner, actor=request.user)
+        self.message_user(request, f"Enabled {queryset.count()} runner(s).")
+
+
+@admin.register(AuditLog)
+class AuditLogAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "actor", "action", "runner_name", "detail")
+    list_filter = ("action",)
+    search_fields = ("runner_name", "detail")
+    list_select_related = ("actor",)
+
+    # The log is a record: nobody edits or adds to it by hand.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: AuditLog | None = None) -> bool:
+        return False
+
+
+@admin.register(Calibration)
+class CalibrationAdmin(admin.ModelAdmin):
+    list_display = ("runner", "worker", "measured_at", "device_model", "copy_bandwidth_gbps", "matmul_fp32_tflops",
+                    "matmul_bf16_tflops", "reference_kernel_us", "is_outlier")
+    list_filter = ("is_outlier", "runner__pool")
+    list_select_related = ("runner",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # measured by runners (POST /api/v1/runners/calibration/)

@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from apps.devices import views
+
+urlpatterns = [
+    path("", views.dashboard, name="devices-dashboard"),
+    path("runners/<slug:name>/<slug:action>/", views.runner_action, name="devices-runner-action"),
+]

@@ -1,0 +1,111 @@
+"""Reads on pools and runners: the staff dashboard and `manage.py runners` show the same rows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from apps.devices.models import AuditLog, Calibration, HardwarePool, Runner
+
+STATUS_ONLINE, STATUS_BUSY, STATUS_DRAINING = "online", "busy", "draining"
+STATUS_OFFLINE, STATUS_DISABLED = "offline", "disabled"
+
+
+def runner_status(*, runner: Runner, now: datetime, busy: bool) -> str:
+    """disabled > offline > draining > busy > online: the first that holds is what an operator must know."""
+    if runner.is_disabled:
+        return STATUS_DISABLED
+    if runner.last_heartbeat_at is None or \
+            (now - runner.last_heartbeat_at).total_seconds() > settings.RUNNER_OFFLINE_AFTER_S:
+        return STATUS_OFFLINE
+    if runner.is_draining:
+        return STATUS_DRAINING
+    return STATUS_BUSY if busy else STATUS_ONLINE
+
+
+def telemetry_summary(telemetry: dict[str, Any]) -> str:
+    """One line: workers alive, and per GPU its name, temperature, power, utilisation and SM clock."""
+    parts = []
+    workers = telemetry.get("workers") if isinstance(telemetry, dict) else None
+    if isinstance(workers, list) and workers:
+        alive = sum(1 for w in workers if isinstance(w, dict) and w.get("alive"))
+        parts.append(f"{alive}/{len(workers)} workers alive")
+    gpus = telemetry.get("gpus") if isinstance(telemetry, dict) else None
+    for gpu in gpus if isinstance(gpus, list) else []:
+        if not isinstance(gpu, dict):
+            continue
+        readings = [str(gpu.get("name") or "GPU")]
+        for key, unit in (("temperature_c", " C"), ("power_w", " W"), ("utilization_pct", "%"),
+                          ("sm_clock_mhz", " MHz")):
+            value = gpu.get(key)
+            if isinstance(value, int | float):
+                readings.append(f"{value:.0f}{unit}")
+        if gpu.get("throttle_reasons"):
+            readings.append(f"throttle {gpu['throttle_reasons']}")
+        parts.append(f"gpu{gpu.get('index', '?')} " + " ".join(readings))
+    return "; ".join(parts) or "no telemetry"
+
+
+def _latest_calibrations(runner_ids: list[int]) -> dict[int, list[Calibration]]:
+    latest: dict[int, dict[str, Calibration]] = {}
+    for row in Calibration.objects.filter(runner_id__in=runner_ids).order_by("-measured_at", "-id"):
+        latest.setdefault(row.runner_id, {}).setdefault(row.worker, row)
+    return {rid: sorted(rows.values(), key=lambda r: r.worker) for rid, rows in latest.items()}
+
+
+def runner_rows(*, pool: HardwarePool | None = None) -> list[dict[str, Any]]:
+    """Every runner with its status, seconds since its heartbeat, current job(s), telemetry and calibration."""
+    from apps.submissions.models import Evaluation
+
+    now = timezone.now()
+    runners: QuerySet[Runner] = Runner.objects.select_related("pool")
+    if pool is not None:
+        runners = runners.filter(pool=pool)
+    runner_list = list(runners)
+    ids = [r.pk for r in runner_list]
+    jobs: dict[int, list[Evaluation]] = {}
+    for evaluation in (Evaluation.objects.filter(runner_id__in=ids, status=Evaluation.STATUS_RUNNING)
+                       .select_related("submission__problem").order_by("started_at")):
+        assert evaluation.runner_id is not None
+        jobs.setdefault(evaluation.runner_id, []).append(evaluation)
+    calibrations = _latest_calibrations(ids)
+    rows = []
+    for runner in runner_list:
+        running = jobs.get(runner.pk, [])
+        since = None if runner.last_heartbeat_at is None else int((now - runner.last_heartbeat_at).total_seconds())
+        rows.append({
+            "runner": runner,
+            "name": runner.name,
+            "pool": runner.pool.slug,
+            "status": runner_status(runner=runner, now=now, busy=bool(running)),
+            "seconds_since_heartbeat": since,
+            "jobs": running,
+            "current_job": [{"evaluation_id": e.pk, "problem": e.submission.problem.slug, "stage": e.stage,
+                             "attempt": e.attempt} for e in running],
+            "telemetry_summary": telemetry_summary(runner.telemetry),
+            "drain_reason": runner.drain_reason,
+            "calibrations": calibrations.get(runner.pk, []),
+        })
+    return rows
+
+
+def pool_rows(*, with_queue_depth: bool = True) -> list[dict[str, Any]]:
+    """Pools with their runners (runner_rows) and, read from the broker, the depth of their queue."""
+    from apps.devices import control
+
+    by_pool: dict[int, list[dict[str, Any]]] = {}
+    for row in runner_rows():
+        by_pool.setdefault(row["runner"].pool_id, []).append(row)
+    out = []
+    for pool in HardwarePool.objects.all():
+        out.append({"pool": pool, "queue": pool.queue, "runners": by_pool.get(pool.pk, []),
+                    "queue_depth": control.queue_depth(pool.queue) if with_queue_depth else None})
+    return out
+
+
+def audit_recent(*, limit: int = 50) -> QuerySet[AuditLog]:
+    return AuditLog.objects.select_related("actor")[:limit]
