@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
-# Largest total of elements over all op outputs the check will hold (an untrusted graph declares its sizes).
+# Largest total of elements over all op outputs the check will hold (an untrusted graph declares its sizes),
+# and the most estimated FLOPs it will spend on one graph (the bundled problems need at most 2.5e9).
 MAX_TOTAL_ELEMENTS = 1 << 26
+MAX_FLOPS = 2 * 10**10
 _BLOB_SENTINEL = 0xDEADBEEF
 _BLOB_DTYPES = {1: np.float16, 2: np.float32, 3: np.uint8, 4: np.int8}
 _MIL_DTYPES = {"FLOAT16": np.float16, "FLOAT32": np.float32, "INT32": np.int32, "INT8": np.int8,
@@ -224,10 +226,18 @@ def _check_result_size(kind: str, args: dict[str, Any], declared: tuple[int, ...
         if bool(args.get("transpose_y", False)):
             ys[-1], ys[-2] = ys[-2], ys[-1]
         out = (*np.broadcast_shapes(tuple(xs[:-2]), tuple(ys[:-2])), xs[-2], ys[-1])
-    elif kind == "conv" and args.get("pad_type") == "custom":
-        kernel = max(np.shape(args["weight"])[2:] or (1,))
-        if any(int(p) > kernel for p in args["pad"]):
+    elif kind == "conv":
+        x_shape, w_shape = np.shape(args["x"]), np.shape(args["weight"])
+        if len(x_shape) != len(w_shape) or len(x_shape) < 3:
+            raise Unsupported("conv with mismatched ranks")
+        if args.get("pad_type") == "custom" and any(int(p) > max(w_shape[2:]) for p in args["pad"]):
             raise Unsupported("conv padding wider than its kernel is not evaluated by the numpy checker")
+        # the output's channels and batch are fixed by the weight and the input; spatial axes never grow
+        # beyond the input's (padding is at most the kernel), so checking those bounds the work
+        if tuple(declared[:2]) != (x_shape[0], w_shape[0]) or any(
+                d > x + 2 * k for d, x, k in zip(declared[2:], x_shape[2:], w_shape[2:], strict=False)):
+            raise Unsupported(f"`conv` output {tuple(declared)} does not follow from its input {tuple(x_shape)} "
+                              f"and weight {tuple(w_shape)}")
         return
     else:
         return

@@ -19,7 +19,7 @@ from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError
 
 from . import mil
 from .macos import outputs_compare
-from .numpy_check import Unsupported, numpy_evaluate
+from .numpy_check import MAX_FLOPS, Unsupported, numpy_evaluate
 from .package import (
     MAX_PACKAGE_BYTES,
     PackageError,
@@ -205,6 +205,9 @@ def numpy_check(pkg_dir: Path, spec: Any, report: dict[str, Any], inputs: list[A
     """Advisory: the graph evaluated with numpy (not Core ML) against the reference. Never decides eligibility."""
     if any(i["rule"] == "interface" for i in report["issues"]):
         return {"ran": False, "detail": "skipped: the interface differs from the problem's"}
+    if report.get("flops", 0) > MAX_FLOPS:
+        return {"ran": False, "detail": f"skipped: {report['flops']:.3g} estimated FLOPs is over the checker's "
+                                        f"{MAX_FLOPS:.3g}"}
     try:
         got = numpy_evaluate(pkg_dir, spec, [x.float().numpy() for x in inputs])
     except Unsupported as exc:
@@ -265,7 +268,7 @@ def baseline_convert(problem: Problem, inputs: list[Any]) -> tuple[dict[str, Any
         spec = package_spec(pkg)
         a = mil.analyze_spec(spec)
         outputs = reference_outputs(problem, inputs)
-        checked = numpy_check(pkg, spec, {"issues": []}, inputs, outputs, problem)
+        checked = numpy_check(pkg, spec, {"issues": [], "flops": a.flops}, inputs, outputs, problem)
         info: dict[str, Any] = {
             "ops": dict(sorted(a.ops.items())), "flops": a.flops, "flops_dense": a.flops_dense,
             "issues": a.issues, "compute_units": ["ALL", "CPU_ONLY"], "numpy_check": checked,

@@ -94,3 +94,13 @@ def test_it_refuses_to_compute_more_than_the_graph_declares(tmp_path):
                             solution_name="m.zip", baseline=False)
     assert report["numpy_check"]["ran"] is False
     assert "would give shape (1024, 512, 1, 512)" in report["numpy_check"]["detail"]
+
+
+def test_it_skips_graphs_over_its_flop_budget(monkeypatch):
+    import ane_runner.validate as validate_module
+
+    monkeypatch.setattr(validate_module, "MAX_FLOPS", 10**6)
+    report, _, _ = validate(POINTWISE.read_text(), convert_zip(_prog(*pointwise_weights())),
+                            solution_name="m.zip", baseline=False)
+    assert report["numpy_check"]["ran"] is False
+    assert "estimated FLOPs is over" in report["numpy_check"]["detail"]
