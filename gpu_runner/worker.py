@@ -160,7 +160,14 @@ def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.
 def evaluate_job(job: dict[str, Any]) -> str:
     client = SiteClient(os.environ.get("KERNELHUB_SITE_URL", ""), os.environ.get("KERNELHUB_RUNNER_TOKEN", ""))
     try:
-        return run_job(client, job, keepalive_s=_env_int("KERNELHUB_KEEPALIVE_S", 30))
+        outcome = run_job(client, job, keepalive_s=_env_int("KERNELHUB_KEEPALIVE_S", 30))
+        label = os.environ.get("KERNELHUB_WORKER_LABEL", "")
+        if label:
+            from gpu_runner import calibration
+
+            # Between two jobs this worker's GPU is idle: the only time a measurement is not disturbed.
+            calibration.after_job(client, device=str(job.get("device", "cpu")), worker=label)
+        return outcome
     finally:
         client.close()
 
@@ -226,8 +233,12 @@ class WorkerProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
         self.started_at = 0.0
+        self.name = argv[argv.index("-n") + 1]
 
-    def start(self) -> None:
+    def start(self, queue: str | None = None) -> None:
+        """queue: the queue to consume from the start (a draining runner's workers get a private one)."""
+        if queue is not None:
+            self.argv[self.argv.index("-Q") + 1] = queue
         self.started_at = time.monotonic()
         self.process = subprocess.Popen(self.argv, env=self.env)
         logger.info("Started worker %s (pid %s)", self.label, self.process.pid)
@@ -263,6 +274,7 @@ def worker_processes(*, config: dict[str, Any], site_url: str, secret: str, pool
             "KERNELHUB_KEEPALIVE_S": str(config["keepalive_s"]),
             # One GPU per worker; a CPU worker sees none, so nothing it runs can reach a GPU.
             "CUDA_VISIBLE_DEVICES": pin,
+            "KERNELHUB_WORKER_LABEL": label,
         })
         argv = [sys.executable, "-m", "celery", "-A", "gpu_runner.worker", "worker", "-Q", config["queue"],
                 "-c", "1", "-P", "prefork", "--prefetch-multiplier", "1", "--without-gossip", "--without-mingle",
@@ -303,6 +315,17 @@ def serve_main(argv: list[str]) -> int:
                                pool_workers=args.pool_workers, loglevel=args.loglevel)
     logger.info("Runner %s serving %s (%s) with %d worker(s)", config["name"], config["queue"], config["device"],
                 len(workers))
+    names = {g.get("index"): g.get("name") for g in gpu_telemetry()}
+    for worker in workers:
+        pin = worker.env["CUDA_VISIBLE_DEVICES"]
+        where = f"GPU {pin} ({names.get(int(pin), 'unknown model')})" if pin else "the CPU (no GPU visible)"
+        print(f"worker {worker.name} -> {where}, CUDA_VISIBLE_DEVICES={pin!r}", flush=True)
+    _calibrate_at_start(client, config, workers)
+    app.conf.broker_url = config["broker_url"]  # serve's own remote control of its workers (drains)
+    try:
+        draining = bool(client.me().get("is_draining"))  # the calibration may just have drained this runner
+    except SiteError:
+        draining = bool(config.get("is_draining"))
 
     stopping = threading.Event()
 
@@ -311,8 +334,10 @@ def serve_main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # A draining runner's workers consume a queue nobody sends to; resuming adds the pool's queue.
+    private_queue = f"runner.{config['name']}"
     for worker in workers:
-        worker.start()
+        worker.start(private_queue if draining else config["queue"])
     next_heartbeat = 0.0
     try:
         while not stopping.is_set():
@@ -323,12 +348,16 @@ def serve_main(argv: list[str]) -> int:
                         logger.warning("Worker %s exited with %s; restarting it", worker.label,
                                        worker.process.returncode)
                         worker.restarts += 1
-                        worker.start()
+                        worker.start(private_queue if draining else config["queue"])
             if time.monotonic() >= next_heartbeat:
                 next_heartbeat = time.monotonic() + float(config.get("heartbeat_s", 30))
                 try:
-                    client.heartbeat(host_info=host_info(),
-                                     telemetry={"workers": [w.state() for w in workers], "gpus": gpu_telemetry()})
+                    answer = client.heartbeat(host_info=host_info(),
+                                              telemetry={"workers": [w.state() for w in workers],
+                                                         "gpus": gpu_telemetry()})
+                    if bool(answer.get("is_draining")) != draining:
+                        draining = bool(answer.get("is_draining"))
+                        _set_consuming(workers, config["queue"], consume=not draining)
                 except SiteRefused as e:
                     logger.error("The site refused this runner's heartbeat (%s): stopping.", e.message)
                     stopping.set()
@@ -339,6 +368,39 @@ def serve_main(argv: list[str]) -> int:
         _stop_workers(workers, grace_s=args.shutdown_grace)
         client.close()
     return 0
+
+
+def _calibrate_at_start(client: SiteClient, config: dict[str, Any], workers: list[WorkerProcess]) -> None:
+    """Each worker's GPU measured before any job runs on it (gpu_runner/calibration.py); a failure is logged."""
+    from gpu_runner import calibration
+
+    if calibration.CALIBRATE_EVERY_S <= 0:
+        return
+    for worker in workers:
+        try:
+            result = calibration.calibrate_in_subprocess(device=config["device"],
+                                                         pin=worker.env["CUDA_VISIBLE_DEVICES"])
+            answer = calibration.post(client, result, worker.label)
+            print(f"calibration {worker.label}: copy {result['copy_bandwidth_gbps']:.0f} GB/s, fp32 "
+                  f"{result['matmul_fp32_tflops']:.2f} TFLOP/s, bf16 {result['matmul_bf16_tflops']} TFLOP/s, "
+                  f"reference {result['reference_kernel_us']:.1f} us"
+                  f"{' (outlier: drained)' if answer.get('is_outlier') else ''}", flush=True)
+        except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired, SiteError) as e:
+            logger.warning("Calibration of %s failed: %s", worker.label, e)
+
+
+def _set_consuming(workers: list[WorkerProcess], queue: str, *, consume: bool) -> None:
+    """The site changed this runner's drain flag: apply it to our own workers too (it also tells them, but a
+    worker that was restarting then missed it)."""
+    names = [w.name for w in workers]
+    try:
+        if consume:
+            app.control.add_consumer(queue, destination=names)
+        else:
+            app.control.cancel_consumer(queue, destination=names)
+        logger.info("%s %s on %s", "add_consumer" if consume else "cancel_consumer", queue, ", ".join(names))
+    except Exception as e:  # noqa: BLE001 - the broker is down: the next change or restart applies it
+        logger.warning("Could not tell the workers to %s: %s", "resume" if consume else "drain", e)
 
 
 def _stop_workers(workers: list[WorkerProcess], *, grace_s: float) -> None:
