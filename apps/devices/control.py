@@ -12,7 +12,7 @@ import logging
 import re
 from typing import Any
 
-from kombu.exceptions import ChannelError
+from kombu.exceptions import ChannelError, OperationalError
 
 from kernelhub.celery import app
 
@@ -35,7 +35,7 @@ def runner_worker_names(*, runner_name: str, timeout: float = REPLY_TIMEOUT_S) -
     pattern = _worker_name_pattern(runner_name)
     try:
         replies = app.control.ping(timeout=timeout) or []
-    except OSError as e:
+    except (OSError, OperationalError) as e:
         raise ControlError(f"The broker did not answer ({e}): check CELERY_BROKER_URL.") from e
     names = [name for reply in replies for name in reply]
     return sorted(name for name in names if pattern.match(name))
@@ -49,7 +49,7 @@ def _send(command: str, *, queue: str, destinations: list[str], timeout: float) 
             replies = app.control.cancel_consumer(queue, destination=destinations, reply=True, timeout=timeout)
         else:
             replies = app.control.add_consumer(queue, destination=destinations, reply=True, timeout=timeout)
-    except OSError as e:
+    except (OSError, OperationalError) as e:
         raise ControlError(f"The broker did not answer ({e}): check CELERY_BROKER_URL.") from e
     out: dict[str, Any] = {}
     for reply in replies or []:
@@ -81,9 +81,6 @@ def queue_depth(queue: str) -> int | None:
             except ChannelError:
                 # Redis drops an empty list's key: a queue nobody ever filled, or an empty one, reads as absent.
                 return 0
-    except (OSError, ChannelError) as e:
-        logger.warning("Could not read the depth of %s: %s", queue, e)
-        return None
-    except Exception as e:  # noqa: BLE001 - kombu wraps connection failures in its own types per transport
+    except (OSError, OperationalError, ChannelError) as e:
         logger.warning("Could not read the depth of %s: %s", queue, e)
         return None
