@@ -138,8 +138,9 @@ NATIVE_PATTERNS = [
      "creates its own CUDA streams or changes the device (work may escape the timer)"),
     (re.compile(r"\bcublas\w*|\bcudnn\w*|\bcublasLt\w*|\bcusparse\w*|\bcufft\w*"),
      "calls a vendor library (cuBLAS, cuDNN, ...) instead of your own kernel"),
-    (re.compile(r"\b(?:fopen|ofstream|fwrite|system|popen|execve?|execvp|fork|vfork|socket|connect|dlopen|"
-                r"dlsym|ptrace|getenv|setenv|unsetenv|kill|mprotect|syscall)\s*\("),
+    (re.compile(r"\b(?:fopen|freopen|open|openat|creat|opendir|readdir|scandir|ifstream|ofstream|fstream|fwrite|"
+                r"mmap|system|popen|execve?|execvp|fork|vfork|socket|connect|dlopen|dlsym|ptrace|getenv|setenv|"
+                r"unsetenv|kill|mprotect|syscall)\s*[\(<]|\bstd::filesystem\b|\bstd::(?:i|o)?fstream\b"),
      "makes a system call an honest kernel has no use for (files, processes, network, environment)"),
     (re.compile(r"#\s*(?:include|embed)\s*[<\"](?:/|\.\./)|#\s*embed\b|\.incbin\b"),
      "includes a file by absolute or parent path (reads files outside your sources at build time)"),
