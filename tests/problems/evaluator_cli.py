@@ -11,8 +11,19 @@ from .suite import REPO_ROOT
 
 
 def evaluate_cli(problem: Path, solution: Path, *, device: str, timeout: int) -> dict:
-    cmd = [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problem), "--solution", str(solution),
-           "--device", device, "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpu_runner",
+        "evaluate",
+        "--problem",
+        str(problem),
+        "--solution",
+        str(solution),
+        "--device",
+        device,
+        "--json",
+    ]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"exit {proc.returncode}\nstderr:\n{proc.stderr[-4000:]}"
     lines = [line for line in proc.stdout.splitlines() if line.strip()]

@@ -26,7 +26,9 @@ def test_it_has_the_promised_examples():
 @pytest.mark.parametrize("path", ALL_EXAMPLES, ids=ids(ALL_EXAMPLES))
 def test_it_pairs_with_a_problem(path):
     problem = problem_for(path)
-    assert problem is not None, f"no problem {path.stem}.py under problems/{path.relative_to(EXAMPLES).parts[0]}/"
+    assert problem is not None, (
+        f"no problem {path.stem}.py under problems/{path.relative_to(EXAMPLES).parts[0]}/"
+    )
     tree = ast.parse(path.read_text())
     assert init_params(tree, "ModelNew") == init_params(ast.parse(problem.read_text()), "Model")
 

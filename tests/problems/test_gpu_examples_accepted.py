@@ -6,7 +6,9 @@ import torch
 from .evaluator_cli import assert_accepted, evaluate_cli
 from .suite import GPU_EXAMPLES, ids, problem_for
 
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (CUDA not available)")
+needs_cuda = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs an NVIDIA GPU (CUDA not available)"
+)
 
 
 @pytest.mark.cuda
