@@ -60,7 +60,6 @@ app.conf.update(
     worker_concurrency=1,
     task_soft_time_limit=SOFT_TIME_LIMIT_S,
     task_time_limit=_env_int("KERNELHUB_TIME_LIMIT_S", int(SOFT_TIME_LIMIT_S * 1.2)),
-    worker_hijack_root_logger=False,
 )
 
 

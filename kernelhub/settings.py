@@ -124,9 +124,10 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        # redis-py 8 times out reads after 5 s by default, the very length of channels_redis's blocking pop:
-        # without a longer timeout every idle websocket dies after a few seconds.
-        "CONFIG": {"hosts": [{"address": REDIS_CLIENT_URL, "socket_timeout": 30}], "prefix": "kh:asgi"},
+        # redis-py 8 times out reads after 5 s by default, the very length of channels_redis's blocking pop
+        # (its server-side timeout): every idle websocket died after a few seconds. A finite timeout longer than
+        # 5 s made a consumer refused at connect hang on cancellation (tests/site/test_websocket_submission.py).
+        "CONFIG": {"hosts": [{"address": REDIS_CLIENT_URL, "socket_timeout": None}], "prefix": "kh:asgi"},
     }
 }
 

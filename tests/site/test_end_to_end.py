@@ -112,6 +112,21 @@ def test_it_evaluates_a_submission_end_to_end(live_asgi_server, runner_process, 
     assert body["runtime_us"] == final["runtime_us"]
     assert body["statistics"]["verdict"] == "accepted" and body["statistics"]["device"]["kind"] == "cpu"
 
+    # A stale message for the same job (a re-queue left the old one in the queue) is dropped by the runner:
+    # its token does not claim the finished job, and nothing changes.
+    from kernelhub.celery import app as site_app
+
+    stale = {"evaluation_id": evaluation_id, "job_token": "a-rotated-token", "attempt": 1,
+             "problem_slug": "add-one-cpu", "problem_source": PROBLEM_FILE.read_text(),
+             "solution_source": "class ModelNew: pass\n", "language": "cpp", "device": "cpu", "seed": 1}
+    site_app.send_task("gpu_runner.evaluate_job", kwargs={"job": stale}, queue="pool.cpu")
+    drop_deadline = time.monotonic() + 120
+    while f"Job {evaluation_id} not claimed" not in runner_process.log_path.read_text(errors="replace"):
+        assert time.monotonic() < drop_deadline, runner_process.log_path.read_text(errors="replace")[-4000:]
+        time.sleep(0.5)
+    after = http.get(f"/api/v1/submissions/{submission_id}/").json()
+    assert after["status"] == "done" and after["runtime_us"] == body["runtime_us"] and after["attempt"] == 1
+
     # The runner's heartbeat reached the devices app.
     from apps.devices.models import Runner
 

@@ -13,6 +13,17 @@ from tests.site.conftest import submit
 ORIGIN = [(b"origin", b"http://127.0.0.1:8000")]
 
 
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """Each test drives the consumer from its own event loop; a layer object shared with earlier tests (and
+    their closed loops) can leave its receive lock held, so every test gets a new one."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
 async def _connect(path):
     communicator = WebsocketCommunicator(application, path, headers=ORIGIN)
     connected, code = await communicator.connect(timeout=5)

@@ -1,0 +1,68 @@
+"""`python -m gpu_runner serve` starts the right Celery workers: one per GPU pinned with CUDA_VISIBLE_DEVICES,
+one for a CPU pool, each on the pool's queue with concurrency 1 and prefetch 1. Imports no Django."""
+
+import pytest
+
+from gpu_runner.worker import app, gpu_indices, worker_processes
+
+
+def _config(device: str) -> dict:
+    pool = "cpu" if device == "cpu" else "h200"
+    return {"name": f"node-{pool}", "pool": pool, "queue": f"pool.{pool}", "device": device,
+            "broker_url": "redis://broker.example:6379/0", "soft_time_limit_s": 100, "time_limit_s": 120,
+            "visibility_timeout_s": 10800, "keepalive_s": 30, "heartbeat_s": 30}
+
+
+def _option(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+def test_a_cpu_pool_gets_one_worker_on_its_queue():
+    [worker] = worker_processes(config=_config("cpu"), site_url="http://site", secret="khr_s", pool_workers=None,
+                                loglevel="info")
+    assert _option(worker.argv, "-Q") == "pool.cpu"
+    assert _option(worker.argv, "-c") == "1" and _option(worker.argv, "--prefetch-multiplier") == "1"
+    assert _option(worker.argv, "-P") == "prefork"  # time limits and worker-lost detection need it
+    assert worker.env["CUDA_VISIBLE_DEVICES"] == ""
+    assert worker.env["KERNELHUB_RUNNER_TOKEN"] == "khr_s" and worker.env["KERNELHUB_SITE_URL"] == "http://site"
+    assert worker.env["KERNELHUB_BROKER_URL"] == "redis://broker.example:6379/0"
+    assert worker.env["KERNELHUB_SOFT_TIME_LIMIT_S"] == "100" and worker.env["KERNELHUB_TIME_LIMIT_S"] == "120"
+    # The secret never appears on the command line, where any local user could read it.
+    assert "khr_s" not in " ".join(worker.argv)
+
+
+def test_pool_workers_sets_the_number_of_cpu_workers():
+    workers = worker_processes(config=_config("cpu"), site_url="http://site", secret="s", pool_workers=3,
+                               loglevel="info")
+    names = [_option(w.argv, "-n") for w in workers]
+    assert len(workers) == 3 and len(set(names)) == 3
+
+
+def test_the_task_is_late_acked_and_requeued_if_its_worker_dies():
+    task = app.tasks["gpu_runner.evaluate_job"]
+    assert task.acks_late and task.reject_on_worker_lost
+    assert app.conf.worker_prefetch_multiplier == 1
+    assert app.conf.task_time_limit > app.conf.task_soft_time_limit
+    assert app.conf.broker_transport_options["visibility_timeout"] > app.conf.task_time_limit
+
+
+def test_a_cuda_pool_on_a_host_without_gpu_refuses_to_start():
+    if gpu_indices():
+        pytest.skip("this host has a GPU")
+    with pytest.raises(SystemExit, match="no GPU"):
+        worker_processes(config=_config("cuda"), site_url="http://site", secret="s", pool_workers=None,
+                         loglevel="info")
+
+
+@pytest.mark.cuda
+def test_a_cuda_pool_gets_one_worker_per_gpu_pinned():
+    gpus = gpu_indices()
+    if not gpus:
+        pytest.skip("no NVIDIA GPU on this host")
+    workers = worker_processes(config=_config("cuda"), site_url="http://site", secret="s", pool_workers=None,
+                               loglevel="info")
+    assert [w.env["CUDA_VISIBLE_DEVICES"] for w in workers] == [str(i) for i in gpus]
+    assert all(_option(w.argv, "-Q") == "pool.h200" for w in workers)
+    one = worker_processes(config=_config("cuda"), site_url="http://site", secret="s", pool_workers=1,
+                           loglevel="info")
+    assert [w.env["CUDA_VISIBLE_DEVICES"] for w in one] == [str(gpus[0])]
