@@ -20,6 +20,7 @@ from __future__ import annotations
 import _thread
 import contextlib
 import os
+import random
 import sys
 import threading
 from collections.abc import Iterator
@@ -172,6 +173,11 @@ _TRUSTED_PROGRAM_STARTERS = _TRUSTED_IN_FORWARD + (
 _TORCH_DIR = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,)
 _HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+
+RECORD_FIRST_CALLS = 16
+RECORD_ONE_IN = 8
+_sampler = random.SystemRandom()  # from the OS: a solution cannot seed or predict it
 
 
 class GuardViolation(RuntimeError):
@@ -523,16 +529,21 @@ def forward_guard(policy: dict) -> Iterator[None]:
     policy keys, all optional:
     - "allow_torch": aten op names the problem allows ("aten::mm" or "aten::mm.default"; "mm" means aten::mm);
     - "block_torch" (default True): torch compute ops raise GuardViolation and are recorded;
-    - "record_ops" (default True): also list every op run through torch's profiler hooks, which see ops a C++
-      extension calls with the Python dispatch key excluded. About 0.5 ms per call: the harness may turn it
-      off for timed calls whose inputs are also checked;
+    - "record_ops" (True, False, or by default "sampled"): also list every op run through torch's profiler
+      hooks, which see ops a C++ extension calls with the Python dispatch key excluded. It costs tens of
+      microseconds inside the call (and about 1 ms around it), so by default it records the first
+      RECORD_FIRST_CALLS calls (trials, warm-up) and then a random one in RECORD_ONE_IN, which a solution
+      cannot predict;
     - "check_stream" (default True): on CUDA, the current stream after the call must be the default stream.
     """
     global _in_forward, _forward_calls
     allowed = _allowed_ops(policy)
     native_before = _native_threads()
     block = policy.get("block_torch", True)
-    record = policy.get("record_ops", True) and block
+    record_ops = policy.get("record_ops", "sampled")
+    if record_ops == "sampled":
+        record_ops = _forward_calls < RECORD_FIRST_CALLS or _sampler.randrange(RECORD_ONE_IN) == 0
+    record = bool(record_ops) and block
     mode = _BlockTorchCompute(allowed) if block else None
     stack_depth = torch._C._len_torch_dispatch_stack()
     profiler = torch.autograd.profiler.profile(use_kineto=False) if record and not _profiler_failed else None
