@@ -101,12 +101,13 @@ def audit_record(*, action: str, runner: Runner | None, actor: Any = None, detai
     return entry
 
 
-def _control_outcome(what: str, replies: dict[str, Any] | None, error: str = "") -> str:
+def _control_outcome(command: str, replies: dict[str, Any] | None, error: str = "") -> str:
     if error:
-        return f"{what}: not sent ({error})"
+        return f"{command} not sent ({error})"
     if not replies:
-        return f"{what}: no worker of this runner answered (it is offline; serve reads the flag when it returns)"
-    return f"{what}: " + ", ".join(sorted(replies))
+        return (f"{command}: no worker of this runner answered (offline? serve applies the drain flag from its "
+                f"next heartbeat)")
+    return f"{command} sent to " + ", ".join(sorted(replies))
 
 
 def runner_drain(*, runner: Runner, actor: Any = None, reason: str, action: str = AuditLog.ACTION_DRAIN) -> str:
@@ -116,7 +117,7 @@ def runner_drain(*, runner: Runner, actor: Any = None, reason: str, action: str 
     Runner.objects.filter(pk=runner.pk).update(is_draining=True, drain_reason=reason[:300])
     runner.refresh_from_db()
     try:
-        outcome = _control_outcome("cancel_consumer sent to",
+        outcome = _control_outcome("cancel_consumer",
                                    control.runner_stop_consuming(runner_name=runner.name, queue=runner.pool.queue))
     except control.ControlError as e:
         outcome = _control_outcome("cancel_consumer", None, str(e))
@@ -132,7 +133,7 @@ def runner_resume(*, runner: Runner, actor: Any = None) -> str:
     Runner.objects.filter(pk=runner.pk).update(is_draining=False, drain_reason="")
     runner.refresh_from_db()
     try:
-        outcome = _control_outcome("add_consumer sent to",
+        outcome = _control_outcome("add_consumer",
                                    control.runner_start_consuming(runner_name=runner.name, queue=runner.pool.queue))
     except control.ControlError as e:
         outcome = _control_outcome("add_consumer", None, str(e))
@@ -161,7 +162,7 @@ def runner_disable(*, runner: Runner, actor: Any = None) -> str:
     Runner.objects.filter(pk=runner.pk).update(is_disabled=True)
     runner.refresh_from_db()
     try:
-        outcome = _control_outcome("cancel_consumer sent to",
+        outcome = _control_outcome("cancel_consumer",
                                    control.runner_stop_consuming(runner_name=runner.name, queue=runner.pool.queue))
     except control.ControlError as e:
         outcome = _control_outcome("cancel_consumer", None, str(e))
