@@ -34,6 +34,7 @@ MAX_OUTPUT_FILE = 8 << 30
 # Memory for the K timing input sets (each set lives in the solution's and the reference's process).
 SETS_BUDGET = {"cuda": 8 << 30, "cpu": 512 << 20}
 MIN_SETS, MAX_SETS = 2, 16
+MAX_BUILDS = 8
 
 
 def _step_timeout() -> float:
@@ -200,7 +201,6 @@ class _Run:
         self.reference: Session | None = None
         self.trials_passed = False
         self.child_versions: dict[str, Any] = {}
-        self.compiling_announced = False
         self.build_log: list[dict[str, Any]] = []
         self.ref_thread: _Background | None = None
 
@@ -256,8 +256,11 @@ class _Run:
 
     # ----- builds asked for by the solution -----
     def _on_build(self, raw: Any) -> dict[str, Any]:
-        if not self.compiling_announced:
-            self.compiling_announced = True
+        # Build time does not count against the child's deadlines, so the builds themselves are bounded.
+        if len(self.build_log) >= MAX_BUILDS:
+            return {"ok": False, "message": f"a solution may build at most {MAX_BUILDS} extensions"}
+        if sum(b["seconds"] for b in self.build_log) > builds.BUILD_TIMEOUT_S:
+            return {"ok": False, "message": f"the builds took over {builds.BUILD_TIMEOUT_S:.0f} s together"}
         try:
             req = builds.validate_request(raw)
         except builds.BuildRequestError as e:

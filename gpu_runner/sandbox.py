@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,6 +143,44 @@ def _preexec(limits: Limits, nproc: int) -> Any:
     return apply
 
 
+class BoundedLog:
+    """The child's stdout and stderr, drained as they come so it never blocks, keeping the head and the tail
+    (a solution may print gigabytes)."""
+
+    HEAD, TAIL = 8 << 10, 64 << 10
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+        self.lock = threading.Lock()
+
+    def drain(self, stream: Any) -> None:
+        while True:
+            chunk = stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16)
+            if not chunk:
+                break
+            with self.lock:
+                room = self.HEAD - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                self.tail += chunk
+                if len(self.tail) > self.TAIL:
+                    self.dropped += len(self.tail) - self.TAIL
+                    del self.tail[: len(self.tail) - self.TAIL]
+        stream.close()
+
+    def text(self, limit: int) -> str:
+        with self.lock:
+            data = bytes(self.head + self.tail)
+            skipped = self.dropped
+        if len(data) > limit:
+            skipped += len(data) - limit
+            data = data[-limit:]
+        return ("...\n" if skipped else "") + data.decode("utf-8", "replace")
+
+
 @dataclass
 class Child:
     proc: subprocess.Popen
@@ -150,22 +189,13 @@ class Child:
     marker: str
     isolation: dict[str, Any] = field(default_factory=dict)
     descendants: dict[int, psutil.Process] = field(default_factory=dict)
+    log: BoundedLog = field(default_factory=BoundedLog)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def log_tail(self, limit: int = LOG_TAIL_BYTES) -> str:
-        path = self.workdir / "log.txt"
-        try:
-            with open(path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - limit))
-                data = f.read()
-        except OSError:
-            return ""
-        text = data.decode("utf-8", "replace")
-        return ("...\n" if size > limit else "") + text
+        return self.log.text(limit)
 
     def exit_description(self) -> str:
         code = self.proc.poll()
@@ -205,14 +235,12 @@ def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str
         cmd = [shutil.which("unshare") or "unshare", *_UNSHARE_ARGS, "--", *cmd]
         env["KERNELHUB_LOCKDOWN"] = str(workdir)
     nproc = _count_processes_of(os.getuid()) + limits.tasks
-    log = open(workdir / "log.txt", "wb")  # noqa: SIM115 - handed to the child
     try:
         proc = subprocess.Popen(
-            cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             pass_fds=(child_sock.fileno(),), start_new_session=True, preexec_fn=_preexec(limits, nproc),
         )
     finally:
-        log.close()
         child_sock.close()
     isolation = {
         "process": "fresh process, own session and process group",
@@ -229,7 +257,9 @@ def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str
         },
         "wall_clock_s": limits.wall_s,
     }
-    return Child(proc=proc, channel=Channel(parent_sock), workdir=workdir, marker=marker, isolation=isolation)
+    child = Child(proc=proc, channel=Channel(parent_sock), workdir=workdir, marker=marker, isolation=isolation)
+    threading.Thread(target=child.log.drain, args=(proc.stdout,), daemon=True).start()
+    return child
 
 
 def _remember_descendants(child: Child) -> None:

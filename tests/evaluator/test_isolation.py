@@ -1,42 +1,68 @@
-"""What the sandbox keeps from a solution, tried from the solution's import (where the guards allow files)."""
+"""What the sandbox keeps from the code in a child, tried directly in a sandboxed child (no guards in the
+way: this is the barrier that holds when a solution gets past them)."""
 
 import os
+import shutil
+import socket
+import time
 from pathlib import Path
 
 import pytest
 
 from gpu_runner import sandbox
-from gpu_runner.evaluate import evaluate
-from tests.evaluator.helpers import PROBLEM, with_forward
 
-PRELUDE = """
-from pathlib import Path
+PROBE = """
+import os, socket, sys
+from gpu_runner.sandbox import lockdown
+from gpu_runner.protocol import Channel
 
-# A runner secret must not be visible (read the way native code would, past the Python-level checks).
-if b"KERNELHUB_TEST_RUNNER_SECRET" in Path("/proc/self/environ").read_bytes():
-    raise RuntimeError("the runner's environment leaked into the sandbox")
-# Writes outside the child's directory: the build cache, and /tmp (a later evaluation would read it).
-cache = Path.home().parent.parent
-for target in (cache / "builds" / "planted-by-solution", Path("/tmp/kernelhub-planted-by-solution")):
+channel = Channel(socket.socket(fileno=int(sys.argv[-1])))
+if os.environ.get("KERNELHUB_LOCKDOWN"):
+    lockdown(os.environ["KERNELHUB_LOCKDOWN"])
+report = {"secret": os.getenv("KERNELHUB_TEST_RUNNER_SECRET")}
+for name, path in [("cache", CACHE + "/planted-by-child"), ("tmp", "/tmp/kernelhub-planted-by-child"),
+                   ("own", "mine.txt")]:
     try:
-        target.write_text("x")
+        with open(path, "w") as f:
+            f.write("x")
+        report[name] = True
     except OSError:
-        pass
+        report[name] = False
+try:
+    socket.create_connection((HOST, PORT), timeout=3).close()
+    report["network"] = True
+except OSError:
+    report["network"] = False
+channel.send(report)
 """
 
 
-def test_it_keeps_the_environment_and_the_filesystem_from_the_solution(monkeypatch):
+def test_it_keeps_the_environment_the_filesystem_and_the_network_from_the_child(monkeypatch, tmp_path):
     if not sandbox.unshare_works():
-        pytest.skip("unshare is not permitted here: no namespaces, so no filesystem isolation to test")
+        pytest.skip("unshare is not permitted here: no namespaces to test")
     monkeypatch.setenv("KERNELHUB_TEST_RUNNER_SECRET", "hunter2")
-    monkeypatch.setenv("KERNELHUB_WORK_DIR", str(sandbox.cache_dir() / "work"))
-    solution = with_forward("return ext.relu_scale(x.contiguous(), self.scale)", prelude=PRELUDE)
-    result = evaluate(PROBLEM, solution, device="cpu")
-    assert result["verdict"] == "accepted", result["message"]
-    assert not (sandbox.cache_dir() / "builds" / "planted-by-solution").exists()
-    assert not Path("/tmp/kernelhub-planted-by-solution").exists()
-    observed = result["isolation"]["observed"]
+    # A cache outside /tmp, as on a runner host (under /tmp the child would only see its private tmpfs).
+    cache = Path(__file__).resolve().parents[2] / "var" / f"sandbox-test-{os.getpid()}"
+    cache.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("KERNELHUB_CACHE_DIR", str(cache))
+    monkeypatch.delenv("KERNELHUB_WORK_DIR", raising=False)
+    # A server on the host the child must not reach.
+    server = socket.create_server(("127.0.0.1", 0))
+    host, port = server.getsockname()
+    script = f"CACHE, HOST, PORT = {str(cache)!r}, {host!r}, {port}\n" + PROBE
+    workdir = sandbox.new_workdir("probe-")
+    child = sandbox.spawn(["-c", script], workdir=workdir,
+                          limits=sandbox.Limits(wall_s=60, cpu_s=60, memory_bytes=None))
+    try:
+        report = child.channel.recv(deadline=time.monotonic() + 60)
+        observed = sandbox.observed_isolation(child)
+    finally:
+        sandbox.kill(child)
+        server.close()
+    assert report == {"secret": None, "cache": False, "tmp": True, "own": True, "network": False}, report
+    assert not (cache / "planted-by-child").exists()
+    assert not Path("/tmp/kernelhub-planted-by-child").exists()  # it wrote to a private tmpfs
     assert observed["own_net_namespace"] and observed["own_pid_namespace"] and observed["root_read_only"]
-    assert observed["capabilities_dropped"]
-    assert "KERNELHUB_TEST_RUNNER_SECRET" not in result["isolation"]["env"]
+    assert observed["capabilities_dropped"] and observed["no_new_privs"]
     assert os.environ["KERNELHUB_TEST_RUNNER_SECRET"] == "hunter2"
+    shutil.rmtree(cache, ignore_errors=True)
