@@ -197,6 +197,10 @@ def host_info() -> dict[str, Any]:
             "cpu_count": os.cpu_count(), "evaluator_version": EVALUATOR_VERSION}
 
 
+def _cuda_version(value: int) -> str:
+    return f"{value // 1000}.{value % 1000 // 10}"
+
+
 def gpu_telemetry() -> list[dict[str, Any]]:
     """A short NVML reading per GPU for the heartbeat (the evaluator records its own at timing)."""
     try:
@@ -222,6 +226,21 @@ def gpu_telemetry() -> list[dict[str, Any]]:
             reading["utilization_pct"] = pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
         except Exception as e:  # noqa: BLE001 - a reading this GPU lacks stays out
             reading["error"] = str(e)
+        # Read one by one: an older driver lacking one must not hide the others.
+        extras = {
+            "driver_version": pynvml.nvmlSystemGetDriverVersion,
+            # The newest CUDA the driver supports: 12040 -> "12.4".
+            "cuda_driver_version": lambda: _cuda_version(pynvml.nvmlSystemGetCudaDriverVersion()),
+            # A bit mask (NVML clocks event reasons): 0 or 1 (idle) is healthy; thermal or power bits are not.
+            "throttle_reasons": lambda i=index: int(pynvml.nvmlDeviceGetCurrentClocksEventReasons(
+                pynvml.nvmlDeviceGetHandleByIndex(i))),
+        }
+        for key, read in extras.items():
+            try:
+                value = read()
+                reading[key] = value.decode() if isinstance(value, bytes) else value
+            except Exception:  # noqa: BLE001 - see above
+                pass
         readings.append(reading)
     return readings
 

@@ -44,8 +44,9 @@ def telemetry_summary(telemetry: dict[str, Any]) -> str:
             value = gpu.get(key)
             if isinstance(value, int | float):
                 readings.append(f"{value:.0f}{unit}")
-        if gpu.get("throttle_reasons"):
-            readings.append(f"throttle {gpu['throttle_reasons']}")
+        throttle = gpu.get("throttle_reasons")
+        if isinstance(throttle, int) and throttle & ~1:  # bit 0 is "idle": not worth an operator's look
+            readings.append(f"throttle {throttle:#x}")
         parts.append(f"gpu{gpu.get('index', '?')} " + " ".join(readings))
     return "; ".join(parts) or "no telemetry"
 
