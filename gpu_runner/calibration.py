@@ -26,7 +26,7 @@ logger = logging.getLogger("gpu_runner.calibration")
 
 # Sizes: large enough to reach the device's ceiling, small enough to take seconds. A CPU runner gets smaller ones
 # (the 2-core hosts of the cpu pool take about a second each).
-SIZES = {
+SIZES: dict[str, dict[str, Any]] = {
     "cuda": {"copy_bytes": 1 << 30, "matmul_n": 8192, "reference_shape": (8192, 8192)},
     "cpu": {"copy_bytes": 64 << 20, "matmul_n": 1024, "reference_shape": (1024, 4096)},
 }
