@@ -236,7 +236,6 @@ def _build_in_sandbox(req: dict[str, Any], *, device: str) -> tuple[bool, str, P
         tail = child.log_tail()
         sandbox.kill(child)
         return False, f"the build process failed ({child.exit_description()}):\n{trim_compiler_output(tail)}", None
-    child.proc.wait(timeout=30) if child.alive() else None
     ok = bool(reply.get("ok"))
     message = str(reply.get("message", ""))[:8000]
     built = None

@@ -191,12 +191,18 @@ class Harness:
     def _versions(self) -> dict:
         torch = self.torch
         info: dict = {"torch": torch.__version__, "cuda_runtime": torch.version.cuda}
-        for name in ("triton", "cupy", "numpy"):
-            try:
-                module = __import__(name)
-                info[name] = getattr(module, "__version__", "unknown")
-            except Exception:  # noqa: BLE001 - absent or broken: reported as missing
-                info[name] = None
+        from importlib import metadata
+
+        # From the installed metadata: importing CuPy or Triton only to read a version costs seconds.
+        for name, dists in (("triton", ("triton",)), ("numpy", ("numpy",)),
+                            ("cupy", ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x"))):
+            info[name] = None
+            for dist in dists:
+                try:
+                    info[name] = metadata.version(dist)
+                    break
+                except metadata.PackageNotFoundError:
+                    continue
         if torch.backends.cudnn.is_available():
             info["cudnn"] = torch.backends.cudnn.version()
         if self.device == "cuda":
