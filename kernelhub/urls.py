@@ -1,6 +1,8 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from apps.submissions.api import api_not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -10,6 +12,8 @@ urlpatterns = [
     path("api/v1/", include("apps.submissions.export_urls")),
     path("api/v1/", include("apps.leaderboard.api_urls")),
     path("api/v1/", include("apps.devices.api_urls")),
+    # Last of the API: an unknown API path answers in the API's error shape, not with an HTML page.
+    re_path(r"^api/", api_not_found),
     path("accounts/", include("django.contrib.auth.urls")),
     path("leaderboard/", include("apps.leaderboard.urls")),
     path("staff/", include("apps.devices.urls")),

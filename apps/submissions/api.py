@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -34,6 +35,13 @@ ERROR_SCHEMA = inline_serializer(
         }),
     },
 )
+
+
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Any path under /api/ that no endpoint serves."""
+    return JsonResponse({"error": {"code": "not_found", "message": f"No API endpoint at {request.path}: "
+                                   "/api/docs/ lists them all (note the trailing slash).", "fields": {}}},
+                        status=404)
 
 
 def _errors(*codes: int) -> dict[int, Any]:

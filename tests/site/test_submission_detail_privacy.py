@@ -74,3 +74,4 @@ def test_an_unknown_submission_is_a_404_in_the_error_shape(db, api):
     response = api().get("/api/v1/submissions/999999/")
     assert response.status_code == 404
     assert error_of(response)["code"] == "not_found"
+
