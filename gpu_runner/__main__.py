@@ -71,6 +71,12 @@ def _evaluate(argv: list[str]) -> int:
         except EvaluatorError as e:
             print(f"error: the evaluator failed: {e}", file=sys.stderr)
             return 3
+        except Exception:  # noqa: BLE001 - a bug of ours: say so, with the traceback, and exit non-zero
+            import traceback
+
+            traceback.print_exc()
+            print("error: internal failure of the evaluator (traceback above); please report it", file=sys.stderr)
+            return 3
     finally:
         sys.stdout = real_stdout
     if args.json:

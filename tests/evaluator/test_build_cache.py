@@ -23,5 +23,6 @@ def test_it_builds_an_extension_once_across_processes():
     builds = second["checks"]["builds"]
     assert builds and all(b["cached"] and b["ok"] for b in builds)
     assert max(b["seconds"] for b in builds) < 2
-    assert second["baselines"]["eager"]["cached"] is True
-    assert time.monotonic() - start < 120
+    # Until the build, an evaluation takes seconds: the extension is not compiled again.
+    assert second["checks"]["stage_started_s"]["checking"] < 60
+    assert time.monotonic() - start < 600
