@@ -18,6 +18,7 @@ import math
 import os
 import random
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -148,7 +149,13 @@ def _skeleton(problem_source: str, solution_source: str, device: str, seed: int)
 
 
 def _cuda_present() -> bool:
-    return sysinfo.gpu_snapshot().get("available", False) or os.path.exists("/dev/nvidia0")
+    present = sysinfo.gpu_snapshot().get("available", False) or os.path.exists("/dev/nvidia0")
+    if present and not os.path.exists("/dev/nvidia-uvm"):
+        # The driver creates its device nodes on first use, through a setuid helper: that cannot happen in
+        # a locked-down child (read-only /dev, no_new_privs), so a trusted process uses CUDA once first.
+        subprocess.run([sys.executable, "-c", "import torch; torch.zeros(1, device='cuda')"],
+                       capture_output=True, timeout=300)
+    return bool(present)
 
 
 def _limits(device: str) -> sandbox.Limits:
