@@ -98,6 +98,13 @@ FORBIDDEN_ATTRS = {
     "torch.cuda.manual_seed": "changing the random state used to generate inputs",
     "torch.cuda.set_rng_state": "changing the random state used to generate inputs",
     "torch.library": "registering torch ops",
+    "torch.profiler": "probing the evaluator's op record",
+    "torch.autograd.profiler": "probing the evaluator's op record",
+    "torch.autograd._profiler_enabled": "probing the evaluator's op record",
+    "torch._C._autograd": "probing the evaluator's op record",
+    "torch._C._len_torch_dispatch_stack": "probing the evaluator's op guard",
+    "torch._C._get_dispatch_mode": "probing the evaluator's op guard",
+    "torch._C._get_dispatch_stack_at": "probing the evaluator's op guard",
     "torch.ops.aten": "calling torch's own kernels",
     "torch.overrides": "torch function overrides",
 }
@@ -394,7 +401,7 @@ def _build_call_findings(call: ast.Call) -> list[dict]:
 def _kernelguard_rules(source: str) -> list[dict]:
     global _kernelguard_configured
     try:
-        import kernelguard
+        import kernelguard  # type: ignore[import-untyped]
     except ImportError:  # the runner still has its own rules; say so in the findings' absence
         return []
     if not _kernelguard_configured:
@@ -429,7 +436,8 @@ def _without_main_block(tree: ast.Module) -> tuple[ast.Module, list[dict]]:
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if any(isinstance(t, ast.Name) and t.id == "__name__" for t in targets):
-            findings.append(_finding("monkeypatch", f"line {node.lineno}: assigning to __name__ is not allowed; "
+            findings.append(_finding("monkeypatch", f"line {getattr(node, 'lineno', '?')}: assigning to __name__ is "
+                                     "not allowed; "
                                      "remove it"))
     if findings:
         return tree, findings

@@ -24,6 +24,7 @@ import random
 import sys
 import threading
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import torch
@@ -290,7 +291,7 @@ def _guarded_start_new_thread(function: Any, args: Any, kwargs: Any = None) -> i
 def _caller_is_trusted(markers: tuple[str, ...], skip: tuple[str, ...] = ()) -> bool:
     """Whether the innermost frame outside the standard library, this file and `skip` belongs to a trusted
     library."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename == __file__ or (skip and any(part in filename for part in skip)):
@@ -395,7 +396,7 @@ def _frame_caller_trusted() -> bool:
     """Outside forward, who asked for a frame: the standard library, an installed package or the harness may
     (namedtuple, typing and logging do at import time); the solution itself may not. inspect and traceback
     only hand frames on to their caller, so their caller decides."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename == __file__ or filename.endswith((os.sep + "inspect.py", os.sep + "traceback.py")):
