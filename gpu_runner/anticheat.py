@@ -436,9 +436,8 @@ def _without_main_block(tree: ast.Module) -> tuple[ast.Module, list[dict]]:
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if any(isinstance(t, ast.Name) and t.id == "__name__" for t in targets):
-            findings.append(_finding("monkeypatch", f"line {getattr(node, 'lineno', '?')}: assigning to __name__ is "
-                                     "not allowed; "
-                                     "remove it"))
+            line = getattr(node, "lineno", "?")
+            findings.append(_finding("monkeypatch", f"line {line}: assigning to __name__ is not allowed; remove it"))
     if findings:
         return tree, findings
 
