@@ -70,39 +70,39 @@ def test_it_evaluates_a_submission_end_to_end(live_asgi_server, runner_process, 
     base = live_asgi_server
     http = httpx.Client(base_url=base, headers={"Authorization": f"Token {token}"}, timeout=30)
 
-    board = _ws(base, "/ws/leaderboard/cpu/")
-    response = http.post("/api/v1/submissions/", json={"problem": "add-one-cpu", "source": SOLUTION_SOURCE})
-    assert response.status_code == 201, response.text
-    submission_id = response.json()["id"]
-    evaluation_id = response.json()["evaluation_id"]
+    with _ws(base, "/ws/leaderboard/cpu/") as board:
+        response = http.post("/api/v1/submissions/", json={"problem": "add-one-cpu", "source": SOLUTION_SOURCE})
+        assert response.status_code == 201, response.text
+        submission_id = response.json()["id"]
+        evaluation_id = response.json()["evaluation_id"]
 
-    deadline = time.monotonic() + EVALUATION_TIMEOUT_S
-    seen_stages: list[str] = []
-    final = None
-    with _ws(base, f"/ws/submissions/{submission_id}/") as ws:
-        while final is None and time.monotonic() < deadline:
-            event = _next_event(ws, deadline)
-            if event is None:
-                break
-            assert event["type"] == "evaluation.update"
-            evaluation = event["evaluation"]
-            assert evaluation["id"] == evaluation_id
-            seen_stages.append(evaluation["stage"])
-            if evaluation["status"] in ("done", "failed"):
-                final = evaluation
-    runner_log = runner_process.log_path.read_text(errors="replace")[-6000:]
-    assert final is not None, f"No final event within {EVALUATION_TIMEOUT_S} s; stages {seen_stages}. Runner " \
-                              f"log:\n{runner_log}"
-    assert final["status"] == "done" and final["verdict"] == "accepted", (final, runner_log)
-    assert final["runtime_us"] > 0 and final["eager_us"] > 0 and final["speedup_vs_eager"] > 0
-    # The live path went through the evaluator's stages, in order.
-    for stage in ("compiling", "checking", "timing"):
-        assert stage in seen_stages, seen_stages
-    assert seen_stages.index("compiling") < seen_stages.index("timing")
+        deadline = time.monotonic() + EVALUATION_TIMEOUT_S
+        seen_stages: list[str] = []
+        final = None
+        with _ws(base, f"/ws/submissions/{submission_id}/") as ws:
+            while final is None and time.monotonic() < deadline:
+                event = _next_event(ws, deadline)
+                if event is None:
+                    break
+                assert event["type"] == "evaluation.update"
+                evaluation = event["evaluation"]
+                assert evaluation["id"] == evaluation_id
+                seen_stages.append(evaluation["stage"])
+                if evaluation["status"] in ("done", "failed"):
+                    final = evaluation
+        runner_log = runner_process.log_path.read_text(errors="replace")[-6000:]
+        assert final is not None, f"No final event within {EVALUATION_TIMEOUT_S} s; stages {seen_stages}. " \
+                                  f"Runner log:\n{runner_log}"
+        assert final["status"] == "done" and final["verdict"] == "accepted", (final, runner_log)
+        assert final["runtime_us"] > 0 and final["eager_us"] > 0 and final["speedup_vs_eager"] > 0
+        # Live stages arrived in the evaluator's order (a cached build can pass `compiling` before the page
+        # connects; timing, the longest, is always seen).
+        order = ["queued", "compiling", "checking", "timing", "done"]
+        assert [order.index(s) for s in seen_stages] == sorted(order.index(s) for s in seen_stages), seen_stages
+        assert "timing" in seen_stages and seen_stages[-1] == "done", seen_stages
 
-    # The leaderboard was told.
-    board_event = _next_event(board, time.monotonic() + 10)
-    board.close()
+        # The leaderboard was told.
+        board_event = _next_event(board, time.monotonic() + 10)
     assert board_event == {"type": "leaderboard.updated", "pool": "cpu", "problem": "add-one-cpu",
                            "entrant": "e2e-agent", "evaluation_id": evaluation_id}
 
