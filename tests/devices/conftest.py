@@ -29,25 +29,3 @@ def sam(db):
 def staff_client(client, sam):
     client.force_login(sam)
     return client
-
-
-def heartbeat(api, secret: str, **telemetry) -> dict:  # type: ignore[no-untyped-def]
-    response = api(runner=secret).post("/api/v1/runners/heartbeat/", {"host_info": {"hostname": "node"},
-                                                                      "telemetry": telemetry}, format="json")
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
-def claimed_job(*, problem, alice, runners, api, redis_queue, capture, runner: str = "cpu-1"):  # type: ignore[no-untyped-def]
-    """A submission dispatched for real (its message read off the broker) and claimed by `runner`."""
-    from apps.submissions.models import Evaluation
-    from tests.site.conftest import submit
-
-    with capture(execute=True):
-        body = submit(api(alice.token)).json()
-    job = redis_queue("pool.cpu")[0]["kwargs"]["job"]
-    redis_queue.client.delete("pool.cpu")
-    client = api(runner=runners[runner].secret)
-    response = client.post(f"/api/v1/jobs/{job['evaluation_id']}/claim/", HTTP_X_JOB_TOKEN=job["job_token"])
-    assert response.status_code == 200, response.content
-    return Evaluation.objects.get(pk=body["evaluation_id"]), job

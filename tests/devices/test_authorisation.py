@@ -2,7 +2,7 @@
 another runner's job; a disabled runner's job goes back to the queue and its late result is refused."""
 
 from apps.devices.services import runner_disable, runner_rotate_secret_audited
-from tests.devices.conftest import claimed_job
+from tests.devices.helpers import claimed_job
 
 
 def test_it_refuses_a_disabled_runner_everywhere(runners, api):

@@ -6,7 +6,7 @@ import pytest
 
 from apps.devices.models import AuditLog, Calibration, HardwarePool, Runner
 from apps.devices.services import runner_create
-from tests.devices.conftest import heartbeat
+from tests.devices.helpers import heartbeat
 
 NORMAL = {"device_model": "NVIDIA H200", "copy_bandwidth_gbps": 4000.0, "matmul_fp32_tflops": 50.0,
           "matmul_bf16_tflops": 700.0, "reference_kernel_us": 200.0, "versions": {"torch": "2.13.0"}}

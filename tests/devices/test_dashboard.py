@@ -1,7 +1,7 @@
 """/staff/: staff only; pools with queue depth read from the broker, runners, actions, the audit log."""
 
 from apps.devices.models import AuditLog, Runner
-from tests.devices.conftest import heartbeat
+from tests.devices.helpers import heartbeat
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client, runners):

@@ -16,18 +16,9 @@ import pytest
 from apps.devices.control import queue_depth
 from kernelhub.celery import app
 from tests.conftest import REPO_ROOT
+from tests.devices.helpers import wait_for
 
 WORKER = f"cpu-1-cpu0@{socket.gethostname()}"
-
-
-def _wait(what: str, check, timeout: float = 90.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _queues() -> list[str] | None:
@@ -48,7 +39,7 @@ def worker(embedded_redis, settings, tmp_path):
          "-P", "prefork", "--prefetch-multiplier", "1", "--without-gossip", "--without-mingle",
          "-n", "cpu-1-cpu0@%h", "-l", "info"], cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        _wait("the worker to answer", lambda: process.poll() is not None or _queues() == ["pool.cpu"], 120)
+        wait_for("the worker to answer", lambda: process.poll() is not None or _queues() == ["pool.cpu"], 120)
         assert process.poll() is None, (tmp_path / "worker.log").read_text()
         yield process
     finally:
@@ -78,7 +69,7 @@ def test_it_drains_and_resumes_a_real_worker(transactional_db, worker, runners, 
     client.post("/staff/runners/cpu-1/resume/")
     assert _queues() == ["pool.cpu"]
     assert f"add_consumer sent to {WORKER}" in AuditLog.objects.get(action="resume").detail
-    _wait("the waiting job to be taken", lambda: queue_depth("pool.cpu") == 0, 60)
+    wait_for("the waiting job to be taken", lambda: queue_depth("pool.cpu") == 0, 60)
 
 
 def test_it_leaves_other_runners_workers_alone(transactional_db, worker, runners, client, sam):

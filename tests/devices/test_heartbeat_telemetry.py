@@ -1,7 +1,7 @@
 """POST /api/v1/runners/heartbeat/ with NVML telemetry: stored as sent, summarised for operators."""
 
 from apps.devices.selectors import runner_rows
-from tests.devices.conftest import heartbeat
+from tests.devices.helpers import heartbeat
 
 GPUS = [{"index": 0, "name": "NVIDIA H200", "temperature_c": 41, "power_w": 118.5, "utilization_pct": 97,
          "sm_clock_mhz": 1980, "memory_used_mib": 1024, "memory_total_mib": 143771, "throttle_reasons": 1,

@@ -8,7 +8,7 @@ from django.utils import timezone
 from apps.devices.models import AuditLog, Runner
 from apps.devices.tasks import sweep_offline_runners
 from apps.submissions.models import Evaluation
-from tests.devices.conftest import claimed_job, heartbeat
+from tests.devices.helpers import claimed_job, heartbeat
 
 
 def _age(runner, evaluation, *, heartbeat_s: int, progress_s: int) -> None:

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from apps.devices.models import HardwarePool, Runner
 from apps.devices.services import runner_create, runner_drain
-from tests.devices.conftest import claimed_job, heartbeat
+from tests.devices.helpers import claimed_job, heartbeat
 
 
 def _runners_json() -> dict[str, dict]:

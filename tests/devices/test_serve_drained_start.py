@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.devices.test_drain_resume_worker import _wait
+from tests.devices.helpers import wait_for
 
 WORKER = f"serve-cpu-cpu0@{socket.gethostname()}"
 
@@ -62,7 +62,7 @@ def test_a_draining_runner_starts_idle_and_resumes(serve, drained_runner, client
     from apps.devices.models import Calibration
 
     runner, _secret = drained_runner
-    _wait("the worker to answer", lambda: serve.poll() is not None or _queues() is not None, 240)
+    wait_for("the worker to answer", lambda: serve.poll() is not None or _queues() is not None, 240)
     log = serve.log_path.read_text()
     assert serve.poll() is None, log
     assert f"worker {WORKER} -> the CPU (no GPU visible), CUDA_VISIBLE_DEVICES=''" in log
