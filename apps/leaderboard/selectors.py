@@ -314,16 +314,16 @@ def leaderboard_rows(*, pool: str, level: int | None = None, p: float = 1.0) -> 
     suite = suite_problems(pool=pool, level=level)
     # Every open board re-fetches its rows when a result lands: the ranking is cached under a signature of
     # everything it depends on, so N viewers cost one computation and N cheap signature reads.
-    key = f"leaderboard:rows:{pool}:{level}:{p!r}:{_board_signature(pool=pool, suite_ids=list(suite))}"
-    rows = _cache_get(key)
+    key = f"leaderboard:rows:{pool}:{level}:{p!r}:{board_signature(pool=pool, suite_ids=list(suite))}"
+    rows = cache_get(key)
     if rows is None:
         suite, boards = board_data(pool=pool, level=level, suite=suite)
         rows = rank_rows(suite=suite, boards=boards, p=p)
-        _cache_set(key, rows)
+        cache_set(key, rows)
     return rows
 
 
-def _board_signature(*, pool: str, suite_ids: list[int]) -> str:
+def board_signature(*, pool: str, suite_ids: list[int]) -> str:
     """Changes whenever the rows could: a result lands or is deleted, a submission or entrant is moderated
     (always through services.py, which logs it), the suite changes. Renames show within ROWS_CACHE_S."""
     done = Evaluation.objects.filter(status=Evaluation.STATUS_DONE, submission__pool__slug=pool).aggregate(
@@ -333,7 +333,7 @@ def _board_signature(*, pool: str, suite_ids: list[int]) -> str:
     return hashlib.sha256(state.encode()).hexdigest()[:24]
 
 
-def _cache_get(key: str) -> Any:
+def cache_get(key: str) -> Any:
     try:
         return cache.get(key)
     except Exception:  # the cache is an optimisation: without Redis, compute
@@ -341,7 +341,7 @@ def _cache_get(key: str) -> Any:
         return None
 
 
-def _cache_set(key: str, value: Any) -> None:
+def cache_set(key: str, value: Any) -> None:
     try:
         cache.set(key, value, ROWS_CACHE_S)
     except Exception:

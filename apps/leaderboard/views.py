@@ -71,20 +71,15 @@ def leaderboard_home(request: HttpRequest) -> HttpResponse:
     return redirect("leaderboard:board", pool=default.slug)
 
 
-def board(request: HttpRequest, pool: str) -> HttpResponse:
-    hw = _pool(pool)
-    try:
-        level, p = _level(request), _p(request)
-    except BadParameter as e:
-        return _bad_parameter(request, e, reverse("leaderboard:board", args=[hw.slug]))
-    suite, boards = selectors.board_data(pool=hw.slug, level=level)
+def _board_page_data(pool: str, level: int | None, p: float) -> dict[str, Any]:
+    suite, boards = selectors.board_data(pool=pool, level=level)
     rows = selectors.rank_rows(suite=suite, boards=boards, p=p)
     ps, curves_eager = selectors.curves_from(suite=suite, boards=boards, vs="eager")
     ps_c, curves_compile = selectors.curves_from(suite=suite, boards=boards, vs="compile")
     entrants = [b for b in boards if not b.is_baseline]
     problems = []
     for sp in suite.values():
-        solvers = [(b, b.best[sp.id]) for b in entrants if sp.id in b.best]
+        solvers = [(b.name, b.best[sp.id]) for b in entrants if sp.id in b.best]
         fastest = min(solvers, key=lambda x: x[1].runtime_us, default=None)
         problems.append({"problem": sp, "solvers": len(solvers), "fastest": fastest})
     colours = plots.colours_for([r.entrant_slug for r in rows])
@@ -93,16 +88,31 @@ def board(request: HttpRequest, pool: str) -> HttpResponse:
         "fastp_compile": plots.fast_p_figure(ps_c, curves_compile, vs="compile", colours=colours),
         "distribution": plots.speedup_distribution_figure(
             selectors.speedups_from(suite=suite, boards=boards), colours=colours),
-        "progress": plots.progress_figure(selectors.progress_series(pool=hw.slug, level=level), colours=colours),
+        "progress": plots.progress_figure(selectors.progress_series(pool=pool, level=level), colours=colours),
     }
+    return {"rows": rows, "suite_size": len(suite), "problems": problems, "figures": figures}
+
+
+def board(request: HttpRequest, pool: str) -> HttpResponse:
+    hw = _pool(pool)
+    try:
+        level, p = _level(request), _p(request)
+    except BadParameter as e:
+        return _bad_parameter(request, e, reverse("leaderboard:board", args=[hw.slug]))
+    # The heavy part (every number and figure) is cached under the data's signature, like the API's rows.
+    suite_ids = list(selectors.suite_problems(pool=hw.slug, level=level))
+    key = f"leaderboard:page:{hw.slug}:{level}:{p!r}:{selectors.board_signature(pool=hw.slug, suite_ids=suite_ids)}"
+    data = selectors.cache_get(key)
+    if data is None:
+        data = _board_page_data(hw.slug, level, p)
+        selectors.cache_set(key, data)
     query = {"hardware": hw.slug, **({"level": level} if level else {}), **({"p": p} if p != 1.0 else {})}
     api_url = reverse("api-leaderboard") + "?" + "&".join(f"{k}={v}" for k, v in query.items())
     return render(request, "leaderboard/board.html", {
         "pool": hw, "pools": _pools(), "level": level, "levels": selectors.problem_levels(pool=hw.slug),
-        "p": p, "show_p": p != 1.0, "rows": rows, "suite_size": len(suite), "problems": problems,
-        "figures": figures, "api_url": api_url, "ws_path": f"/ws/leaderboard/{hw.slug}/",
+        "p": p, "show_p": p != 1.0, **data, "api_url": api_url, "ws_path": f"/ws/leaderboard/{hw.slug}/",
         # Best first, so the form opens on the top two.
-        "compare_choices": [(r.entrant_slug, r.entrant) for r in rows],
+        "compare_choices": [(r.entrant_slug, r.entrant) for r in data["rows"]],
     })
 
 

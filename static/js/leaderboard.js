@@ -205,10 +205,45 @@
     }, { indicator: document.getElementById("live-state") });
   }
 
+  // --- live problem board: the page's own HTML is re-fetched and the table body swapped ------------------
+  function liveProblemBoard(table) {
+    var problem = table.getAttribute("data-problem");
+    var timer = null;
+
+    function refresh() {
+      timer = null;
+      fetch(window.location.href, { headers: { Accept: "text/html" } })
+        .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.text(); })
+        .then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(table.id);
+          if (!fresh) { return; }
+          var before = {};
+          Array.prototype.forEach.call(table.tBodies[0].rows, function (tr) {
+            before[tr.getAttribute("data-entrant")] = tr.textContent;
+          });
+          table.replaceChild(document.importNode(fresh.tBodies[0], true), table.tBodies[0]);
+          Array.prototype.forEach.call(table.tBodies[0].rows, function (tr) {
+            if (before[tr.getAttribute("data-entrant")] !== tr.textContent) { flash(tr); }
+          });
+          applySort(table);
+          table.setAttribute("data-updated", String(Date.now()));
+        })
+        .catch(function (e) { if (window.console) { console.warn("Problem board refresh failed:", e); } });
+    }
+
+    window.KernelHub.live(table.getAttribute("data-ws"), function (event) {
+      if (!event || event.type !== "leaderboard.updated") { return; }
+      if (event.problem && event.problem !== problem) { return; }
+      if (!timer) { timer = window.setTimeout(refresh, 250); }
+    }, { indicator: document.getElementById("live-state") });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     drawPlots();
     document.querySelectorAll("table.sortable").forEach(makeSortable);
     var board = document.getElementById("board");
     if (board && board.getAttribute("data-ws") && window.KernelHub && window.KernelHub.live) { liveBoard(board); }
+    var problemBoard = document.getElementById("problem-board");
+    if (problemBoard && window.KernelHub && window.KernelHub.live) { liveProblemBoard(problemBoard); }
   });
 })();

@@ -104,3 +104,35 @@ def test_it_sorts_columns_and_says_when_a_pool_has_no_results(page, cpu_pool, pr
     page.locator('#board th[data-sort="entrant"]').click()
     expect(page.locator("#board tbody tr").first).to_have_attribute("data-entrant", "torch-compile")
     assert page.js_errors == []
+
+
+def test_it_updates_the_problem_board_live(live_asgi_server, page, board, alice_agent, problem):
+    from apps.devices import services as device_services
+    from apps.submissions import services
+
+    page.goto(f"/leaderboard/cpu/problems/{problem.slug}/")
+    expect(page.locator('[data-figure="fig-runtimes"] svg.main-svg').first).to_be_attached()
+    expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
+    first = page.locator("#problem-board tbody tr").first
+    expect(first).to_have_attribute("data-entrant", "rival-llm")
+    page.evaluate("window.__not_reloaded = true")
+
+    _runner, secret = device_services.runner_create(name="problem-board-runner", pool=board)
+    _submission, evaluation, _ = services.submission_create(
+        entrant=alice_agent, problem_slug=problem.slug, source=SOLUTION + "\n# fastest\n", language="cpp",
+        hardware="cpu",
+    )
+    job = _job_from_broker(evaluation.pk)
+    api = httpx.Client(base_url=live_asgi_server, timeout=10,
+                       headers={"Authorization": f"Runner {secret}", "X-Job-Token": job["job_token"]})
+    assert api.post(f"/api/v1/jobs/{evaluation.pk}/claim/").status_code == 200
+    r = api.post(f"/api/v1/jobs/{evaluation.pk}/result/", json={"result": {
+        "verdict": "accepted", "correct": True, "runtime_us": 100.0, "eager_us": 1000.0, "compile_us": 900.0,
+        "speedup_vs_eager": 10.0, "speedup_vs_compile": 9.0, "message": ""}})
+    assert r.status_code == 200, r.text
+
+    expect(first).to_have_attribute("data-entrant", "alice-agent")
+    expect(first).to_contain_text("10.00×")
+    expect(first).to_have_class("flash")
+    assert page.evaluate("window.__not_reloaded") is True
+    assert page.js_errors == []
