@@ -16,7 +16,7 @@ from apps.leaderboard.services import entrant_ban, submission_moderate
 from apps.submissions.models import Entrant, Submission
 
 
-def _reason_action(name: str, description: str, apply: Callable[[Any, str, Any], None]) -> Callable[..., Any]:
+def _reason_action(name: str, description: str, apply: Callable[[Any, str, Any], object]) -> Callable[..., Any]:
     """An admin action that first asks for a reason (shown to the owner and logged), then applies."""
 
     def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
@@ -65,7 +65,7 @@ unban = _reason_action(
 def _add_actions(model: type, actions: list[Callable[..., Any]]) -> None:
     if not admin.site.is_registered(model):
         admin.site.register(model)
-    model_admin = admin.site.get_model_admin(model)
+    model_admin: admin.ModelAdmin = admin.site.get_model_admin(model)
     model_admin.actions = [*(model_admin.actions or []), *actions]
 
 

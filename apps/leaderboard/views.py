@@ -146,10 +146,10 @@ def entrant_page(request: HttpRequest, pool: str, slug: str) -> HttpResponse:
     entrant = get_object_or_404(Entrant, slug=slug)
     board = next((b for b in boards if b.slug == entrant.slug), None)
     row = selectors.row_for(board, len(suite)) if board else None
-    solved = []
+    solved: list[dict[str, Any]] = []
     if board:
-        solved = [{"problem": suite[pid], "best": best} for pid, best in board.best.items()]
-        solved.sort(key=lambda s: (s["problem"].level, s["problem"].slug))
+        ordered = sorted(board.best.items(), key=lambda item: (suite[item[0]].level, suite[item[0]].slug))
+        solved = [{"problem": suite[pid], "best": best} for pid, best in ordered]
     series = selectors.progress_series(pool=hw.slug, entrant_slug=entrant.slug)
     trend = plots.entrant_trend_figure(series[0]["points"] if series else [], entrant.name)
     history = [] if entrant.kind == Entrant.KIND_BASELINE else selectors.entrant_history(
