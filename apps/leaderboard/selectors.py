@@ -336,16 +336,16 @@ def board_signature(*, pool: str, suite_ids: list[int]) -> str:
 def cache_get(key: str) -> Any:
     try:
         return cache.get(key)
-    except Exception:  # the cache is an optimisation: without Redis, compute
-        logger.warning("Leaderboard cache unavailable; computing the rows.", exc_info=True)
+    except Exception as e:  # the cache is an optimisation: without Redis, compute
+        logger.warning("Leaderboard cache unavailable (%s); computing.", e)
         return None
 
 
 def cache_set(key: str, value: Any) -> None:
     try:
         cache.set(key, value, ROWS_CACHE_S)
-    except Exception:
-        logger.warning("Leaderboard cache unavailable; rows not cached.", exc_info=True)
+    except Exception as e:
+        logger.warning("Leaderboard cache unavailable (%s); not cached.", e)
 
 
 def rank_rows(*, suite: dict[int, SuiteProblem], boards: list[EntrantBoard], p: float = 1.0) -> list[Row]:
