@@ -31,12 +31,15 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ["KERNELHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="kernelhub-bench-")
+    # Always an embedded Redis of its own: the benchmark clears the cache between timings.
+    os.environ.pop("REDIS_URL", None)
     if args.database_url:
         os.environ["DATABASE_URL"] = args.database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kernelhub.settings")
     import django
 
     django.setup()
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection, transaction
@@ -46,13 +49,9 @@ def main() -> None:
     from apps.devices.models import HardwarePool
     from apps.leaderboard import selectors
     from apps.submissions.models import Entrant, Evaluation, Problem, ProblemVersion, Submission
+    from kernelhub import embedded_redis
 
-    if not os.environ.get("REDIS_URL"):
-        from django.conf import settings
-
-        from kernelhub import embedded_redis
-
-        redis_server = embedded_redis.start(Path(settings.EMBEDDED_REDIS_SOCKET))  # noqa: F841 (kept alive)
+    redis_server = embedded_redis.start(Path(settings.EMBEDDED_REDIS_SOCKET))  # noqa: F841 (kept alive)
     call_command("migrate", verbosity=0)
     if args.database_url:
         call_command("flush", interactive=False, verbosity=0)

@@ -2,19 +2,19 @@
 The cache is cleared before each count: these are the queries of a computation, not of a cache hit."""
 
 import pytest
-from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.leaderboard.selectors import baseline_entrants, leaderboard_rows, problem_board
 
 from .builders import make_entrant, make_pool, make_problem, result
+from .conftest import clear_leaderboard_cache
 
 pytestmark = pytest.mark.django_db
 
 
 def queries(fn):
-    cache.clear()
+    clear_leaderboard_cache()
     with CaptureQueriesContext(connection) as ctx:
         fn()
     return len(ctx.captured_queries)
