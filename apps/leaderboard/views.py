@@ -157,6 +157,9 @@ def entrant_page(request: HttpRequest, pool: str, slug: str) -> HttpResponse:
     return render(request, "leaderboard/entrant.html", {
         "pool": hw, "pools": _pools(), "entrant": entrant, "row": row, "solved": solved, "history": history,
         "trend": trend, "suite_size": len(suite),
+        # As on the submission page: a moderation reason is for the owner and staff.
+        "can_see_reasons": request.user.is_authenticated and (
+            request.user.is_staff or request.user.pk == entrant.owner_id),
         "compare_choices": [(b.slug, b.name) for b in boards if b.slug != entrant.slug],
     })
 

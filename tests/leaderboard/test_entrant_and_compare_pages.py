@@ -4,6 +4,7 @@ import pytest
 from django.test import Client
 
 from apps.leaderboard.selectors import head_to_head
+from apps.submissions.models import Entrant
 
 from .builders import make_entrant, make_pool, make_problem, result
 
@@ -44,10 +45,17 @@ def test_it_explains_bad_choices(pair):
 
 
 def test_it_shows_an_entrants_stats_trend_and_history_with_moderation(pair):
+    from apps.submissions.models import Submission
+
+    Submission.objects.filter(moderation="hacked").update(moderation_reason="Reads the expected output.")
     html = Client().get("/leaderboard/h200/entrants/ann/").content.decode()
     assert "66.7%" in html  # fast_0: 2 of 3
     assert 'data-figure="fig-trend"' in html
     assert "Hacked" in html  # the moderated p3 submission stays in the history
+    assert "Reads the expected output." not in html  # the reason is for the owner and staff
+    owner = Client()
+    owner.force_login(Entrant.objects.get(slug="ann").owner)
+    assert "Reads the expected output." in owner.get("/leaderboard/h200/entrants/ann/").content.decode()
     assert Client().get("/leaderboard/h200/entrants/nobody/").status_code == 404
 
 
