@@ -39,7 +39,8 @@ def _to_dict(fig: go.Figure) -> dict[str, Any]:
 
 def colours_for(slugs: list[str]) -> dict[str, str]:
     """One colour per entrant for every figure of a page, so a reader learns it once (baselines fixed)."""
-    others = [s for s in slugs if s not in BASELINE_STYLE]
+    # By name, not by rank: a colour must not jump to another entrant when the ranking changes live.
+    others = sorted(s for s in slugs if s not in BASELINE_STYLE)
     colours = {slug: PALETTE[i % len(PALETTE)] for i, slug in enumerate(others)}
     colours.update({slug: style[0] for slug, style in BASELINE_STYLE.items()})
     return colours

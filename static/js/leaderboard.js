@@ -7,12 +7,12 @@
   "use strict";
 
   // --- plots -------------------------------------------------------------------------------------------
-  function drawPlots() {
+  function drawPlots(root) {
     if (!window.Plotly) { return; }
     var style = getComputedStyle(document.body);
     var text = style.color;
     var grid = style.getPropertyValue("--border").trim() || "#dde1e7";
-    document.querySelectorAll("[data-figure]").forEach(function (el) {
+    (root || document).querySelectorAll("[data-figure]").forEach(function (el) {
       var source = document.getElementById(el.getAttribute("data-figure"));
       if (!source) { return; }
       var fig = JSON.parse(source.textContent);
@@ -195,6 +195,38 @@
           table.setAttribute("data-updated", String(Date.now()));
         })
         .catch(function (e) { if (window.console) { console.warn("Leaderboard refresh failed:", e); } });
+      refreshPlots();
+    }
+
+    // The figures are built on the server: take the page's fresh copy and redraw the ones that changed
+    // (an empty state becomes a plot the same way).
+    function refreshPlots() {
+      fetch(window.location.href, { headers: { Accept: "text/html" } })
+        .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.text(); })
+        .then(function (html) {
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          // The problems list (fastest solver per problem) comes along.
+          var problems = document.getElementById("problems-section");
+          var freshProblems = doc.getElementById("problems-section");
+          if (problems && freshProblems && problems.innerHTML !== freshProblems.innerHTML) {
+            var section = document.importNode(freshProblems, true);
+            problems.parentNode.replaceChild(section, problems);
+            section.querySelectorAll("table.sortable").forEach(makeSortable);
+          }
+          var fresh = doc.querySelectorAll("figure.plot-card");
+          var current = document.querySelectorAll("figure.plot-card");
+          if (fresh.length !== current.length) { return; }
+          Array.prototype.forEach.call(current, function (card, i) {
+            var id = (fresh[i].querySelector("script[type='application/json']") || {}).id;
+            var before = id && document.getElementById(id);
+            var after = fresh[i].querySelector("script[type='application/json']");
+            if (before && after && before.textContent === after.textContent) { return; }
+            var replacement = document.importNode(fresh[i], true);
+            card.parentNode.replaceChild(replacement, card);
+            drawPlots(replacement);
+          });
+        })
+        .catch(function (e) { if (window.console) { console.warn("Plot refresh failed:", e); } });
     }
 
     window.KernelHub.live(table.getAttribute("data-ws"), function (event) {

@@ -87,6 +87,14 @@ def test_it_draws_plots_and_updates_a_row_live_when_a_result_lands(live_asgi_ser
     expect(alice_row.locator('[data-field="rank"]')).to_have_text("1")
     expect(alice_row).to_have_class("flash")
     expect(page.locator("#board tbody tr").first).to_have_attribute("data-entrant", "alice-agent")
+    # The plots are redrawn from the server's fresh figures: alice-agent's progress line has its second step.
+    page.wait_for_function(
+        """() => {
+            const plot = document.querySelector('[data-figure="fig-progress"]');
+            const line = plot && plot.data && plot.data.find(t => t.name === "alice-agent");
+            return line && line.x.length === 2;
+        }""", timeout=15_000)
+    expect(page.locator("#problems-section tbody tr").first).to_contain_text("alice-agent 4.00×")
     # Rows whose numbers did not change are not highlighted (the baselines' timings are the same).
     for unchanged in ("rival-llm", "pytorch-eager", "torch-compile"):
         expect(page.locator(f'#board tr[data-entrant="{unchanged}"]')).not_to_have_class("flash")
