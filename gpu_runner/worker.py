@@ -28,6 +28,7 @@ from typing import Any
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
+from gpu_runner import calibration  # imported with the worker: its clock of the last measurement starts now
 from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
 
 logger = logging.getLogger("gpu_runner.worker")
@@ -162,8 +163,6 @@ def evaluate_job(job: dict[str, Any]) -> str:
         outcome = run_job(client, job, keepalive_s=_env_int("KERNELHUB_KEEPALIVE_S", 30))
         label = os.environ.get("KERNELHUB_WORKER_LABEL", "")
         if label:
-            from gpu_runner import calibration
-
             # Between two jobs this worker's GPU is idle: the only time a measurement is not disturbed.
             calibration.after_job(client, device=str(job.get("device", "cpu")), worker=label)
         return outcome
@@ -373,9 +372,11 @@ def serve_main(argv: list[str]) -> int:
                     answer = client.heartbeat(host_info=host_info(),
                                               telemetry={"workers": [w.state() for w in workers],
                                                          "gpus": gpu_telemetry()})
-                    if bool(answer.get("is_draining")) != draining:
-                        draining = bool(answer.get("is_draining"))
-                        _set_consuming(workers, config["queue"], consume=not draining)
+                    # Applied at every heartbeat, not only on a change seen here: serve may have missed a
+                    # drain and resume in between, and both commands are idempotent.
+                    changed = bool(answer.get("is_draining")) != draining
+                    draining = bool(answer.get("is_draining"))
+                    _set_consuming(workers, config["queue"], consume=not draining, log=changed)
                 except SiteRefused as e:
                     logger.error("The site refused this runner's heartbeat (%s): stopping.", e.message)
                     stopping.set()
@@ -390,8 +391,6 @@ def serve_main(argv: list[str]) -> int:
 
 def _calibrate_at_start(client: SiteClient, config: dict[str, Any], workers: list[WorkerProcess]) -> None:
     """Each worker's GPU measured before any job runs on it (gpu_runner/calibration.py); a failure is logged."""
-    from gpu_runner import calibration
-
     if calibration.CALIBRATE_EVERY_S <= 0:
         return
     for worker in workers:
@@ -407,16 +406,17 @@ def _calibrate_at_start(client: SiteClient, config: dict[str, Any], workers: lis
             logger.warning("Calibration of %s failed: %s", worker.label, e)
 
 
-def _set_consuming(workers: list[WorkerProcess], queue: str, *, consume: bool) -> None:
-    """The site changed this runner's drain flag: apply it to our own workers too (it also tells them, but a
-    worker that was restarting then missed it)."""
+def _set_consuming(workers: list[WorkerProcess], queue: str, *, consume: bool, log: bool) -> None:
+    """The site's drain flag, applied to our own workers (the dashboard tells them too, but a worker that was
+    restarting then missed it)."""
     names = [w.name for w in workers]
     try:
         if consume:
             app.control.add_consumer(queue, destination=names)
         else:
             app.control.cancel_consumer(queue, destination=names)
-        logger.info("%s %s on %s", "add_consumer" if consume else "cancel_consumer", queue, ", ".join(names))
+        if log:
+            logger.info("%s %s on %s", "add_consumer" if consume else "cancel_consumer", queue, ", ".join(names))
     except Exception as e:  # noqa: BLE001 - the broker is down: the next change or restart applies it
         logger.warning("Could not tell the workers to %s: %s", "resume" if consume else "drain", e)
 

@@ -1,6 +1,8 @@
 """`python -m gpu_runner serve` against the live site: it says which worker got which device, calibrates it
 before the worker starts (the measurement reaches the site through the API), and a runner that is draining
-starts its worker on a private queue, so it takes no job until it is resumed from the dashboard."""
+starts its worker on a private queue, so it takes no job until it is resumed from the dashboard. Between jobs
+the worker measures again (every KERNELHUB_CALIBRATE_EVERY_S), and serve applies a drain flag it reads in a
+heartbeat answer even when the dashboard's broadcast never reached the worker."""
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def serve(live_asgi_server, drained_runner, tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "gpu_runner", "serve", "--site", live_asgi_server, "--token", secret,
          "--loglevel", "info", "--shutdown-grace", "5"],
-        cwd=REPO_ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=log, stderr=subprocess.STDOUT)
+        cwd=REPO_ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1", KERNELHUB_CALIBRATE_EVERY_S="1"), stdout=log, stderr=subprocess.STDOUT)
     process.log_path = log_path  # type: ignore[attr-defined]
     yield process
     process.send_signal(signal.SIGTERM)
@@ -77,5 +79,24 @@ def test_a_draining_runner_starts_idle_and_resumes(serve, drained_runner, client
     client.force_login(staff)
     client.post("/staff/runners/serve-cpu/resume/")
     assert _queues() == ["pool.cpu", "runner.serve-cpu"]
+
+    # A job (malformed: the worker drops it without a claim); after it, the worker calibrates again.
+    from kernelhub.celery import app
+
+    app.send_task("gpu_runner.evaluate_job", kwargs={"job": {}}, queue="pool.cpu")
+    try:
+        wait_for("the calibration between jobs", lambda: Calibration.objects.filter(runner=runner).count() == 2, 120)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; serve's log:\n{serve.log_path.read_text()[-4000:]}") from None
+
     client.post("/staff/runners/serve-cpu/drain/", {"reason": "again"})
     assert _queues() == ["runner.serve-cpu"]
+    client.post("/staff/runners/serve-cpu/resume/")
+    assert _queues() == ["pool.cpu", "runner.serve-cpu"]
+
+    # The flag set without a broadcast (as if the worker was restarting when it went out): serve reads it in
+    # its next heartbeat answer and stops its own workers' consumer.
+    from apps.devices.models import Runner
+
+    Runner.objects.filter(pk=runner.pk).update(is_draining=True, drain_reason="set while the worker restarted")
+    wait_for("serve to apply the drain flag", lambda: _queues() == ["runner.serve-cpu"], 90)
