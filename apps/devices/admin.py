@@ -38,7 +38,7 @@ class RunnerAdmin(admin.ModelAdmin):
     search_fields = ("name", "secret_prefix")
     list_select_related = ("pool",)
     readonly_fields = ("secret_hash", "secret_prefix", "last_heartbeat_at", "host_info", "telemetry", "created_at")
-    actions = ["disable", "enable"]
+    actions = ["drain", "resume", "disable", "enable"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # A runner's secret must be shown once to whoever installs it: `manage.py create_runner` does that.
@@ -49,6 +49,18 @@ class RunnerAdmin(admin.ModelAdmin):
         if obj.last_heartbeat_at is None:
             return False
         return timezone.now() - obj.last_heartbeat_at < timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
+
+    @admin.action(description="Drain: finish the current job, take no other")
+    def drain(self, request: HttpRequest, queryset: QuerySet[Runner]) -> None:
+        for runner in queryset.select_related("pool"):
+            services.runner_drain(runner=runner, actor=request.user, reason=f"drained by {request.user} (admin)")
+        self.message_user(request, f"Draining {queryset.count()} runner(s); the audit log says which workers got it.")
+
+    @admin.action(description="Resume: take jobs again")
+    def resume(self, request: HttpRequest, queryset: QuerySet[Runner]) -> None:
+        for runner in queryset.select_related("pool"):
+            services.runner_resume(runner=runner, actor=request.user)
+        self.message_user(request, f"Resumed {queryset.count()} runner(s).")
 
     @admin.action(description="Disable: its secret stops working")
     def disable(self, request: HttpRequest, queryset: QuerySet[Runner]) -> None:

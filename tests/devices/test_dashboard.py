@@ -94,3 +94,26 @@ def test_it_answers_unknown_runners_and_actions_clearly(staff_client, runners):
     response = staff_client.post("/staff/runners/cpu-1/reboot/", follow=True)
     assert "Unknown action &#x27;reboot&#x27;: use one of drain, resume" in response.content.decode()
     assert staff_client.get("/staff/runners/cpu-1/disable/").status_code == 405
+
+
+def test_it_shows_a_busy_runners_job(staff_client, problem, alice, runners, api, redis_queue,
+                                     django_capture_on_commit_callbacks):
+    from tests.devices.helpers import claimed_job
+
+    heartbeat(api, runners["cpu-1"].secret)
+    evaluation, _job = claimed_job(problem=problem, alice=alice, runners=runners, api=api, redis_queue=redis_queue,
+                                   capture=django_capture_on_commit_callbacks)
+    row = staff_client.get("/staff/").content.decode().split('id="runner-cpu-1"')[1].split("</tr>")[0]
+    assert ">busy<" in row
+    assert f'<a href="/submissions/{evaluation.submission_id}/">#{evaluation.pk}</a> add-one-cpu' in row
+
+
+def test_the_django_admin_drains_and_resumes_through_the_same_service(admin_client, runners):
+    url = "/admin/devices/runner/"
+    pk = runners["cpu-1"].runner.pk
+    admin_client.post(url, {"action": "drain", "_selected_action": [pk]})
+    runner = Runner.objects.get(pk=pk)
+    assert runner.is_draining and runner.drain_reason.startswith("drained by admin")
+    admin_client.post(url, {"action": "resume", "_selected_action": [pk]})
+    assert not Runner.objects.get(pk=pk).is_draining
+    assert list(AuditLog.objects.order_by("id").values_list("action", flat=True)) == ["drain", "resume"]
