@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -53,7 +53,10 @@ def telemetry_summary(telemetry: dict[str, Any]) -> str:
 
 def _latest_calibrations(runner_ids: list[int]) -> dict[int, list[Calibration]]:
     latest: dict[int, dict[str, Calibration]] = {}
-    for row in Calibration.objects.filter(runner_id__in=runner_ids).order_by("-measured_at", "-id"):
+    # The last 30 days are enough to show each worker's latest one (calibrations come every few hours).
+    since = timezone.now() - timedelta(days=30)
+    rows = Calibration.objects.filter(runner_id__in=runner_ids, measured_at__gte=since)
+    for row in rows.order_by("-measured_at", "-id"):
         latest.setdefault(row.runner_id, {}).setdefault(row.worker, row)
     return {rid: sorted(rows.values(), key=lambda r: r.worker) for rid, rows in latest.items()}
 

@@ -224,6 +224,9 @@ CALIBRATION_METRICS = {
 }
 
 
+CALIBRATION_PEER_MAX_AGE_DAYS = 7
+
+
 def _median(values: list[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
@@ -233,7 +236,9 @@ def _median(values: list[float]) -> float:
 def _pool_latest_calibrations(*, pool: HardwarePool, exclude_runner: Runner) -> list[Calibration]:
     """The latest calibration of each worker of the pool's other enabled runners."""
     latest: dict[tuple[int, str], Calibration] = {}
-    rows = (Calibration.objects.filter(runner__pool=pool, runner__is_disabled=False)
+    # A peer silent for longer than this is no reference any more (and old rows need not be read).
+    since = timezone.now() - timedelta(days=CALIBRATION_PEER_MAX_AGE_DAYS)
+    rows = (Calibration.objects.filter(runner__pool=pool, runner__is_disabled=False, measured_at__gte=since)
             .exclude(runner=exclude_runner).order_by("-measured_at", "-id"))
     for row in rows:
         latest.setdefault((row.runner_id, row.worker), row)

@@ -100,3 +100,14 @@ def test_a_disabled_peer_is_not_part_of_the_median(api, h200_runners):
     body = post(api, h200_runners["h200-node-2"], copy_bandwidth_gbps=1000.0).json()
     assert body["comparison"] == {} and body["is_outlier"] is False
     assert HardwarePool.objects.get(slug="h200").runners.filter(is_draining=True).count() == 0
+
+
+def test_a_peer_silent_for_a_week_is_no_reference(api, h200_runners):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    _peers(api, h200_runners, count=1)
+    Calibration.objects.update(measured_at=timezone.now() - timedelta(days=8))
+    body = post(api, h200_runners["h200-node-2"], copy_bandwidth_gbps=1000.0).json()
+    assert body["comparison"] == {} and body["is_outlier"] is False
