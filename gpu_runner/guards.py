@@ -386,6 +386,25 @@ def _program_name(args: tuple[Any, ...]) -> str:
     return repr(os.fsdecode(program) if isinstance(program, (str, bytes)) else program)[:80]
 
 
+_LOGGING_FILE = os.path.join("logging", "__init__.py")
+
+
+def _logging_finds_caller(event: str) -> bool:
+    """A log record emitted during forward (by torch, say): logging reads its caller's file and line through
+    sys._getframe inside its own code and hands no frame out. Someone calling logging.currentframe() directly
+    gets the frame, so the function that asked must itself be in logging."""
+    if event != "sys._getframe":
+        return False
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    # frame: logging.currentframe, the caller of sys._getframe; its caller must be logging too (findCaller).
+    return (
+        frame is not None and frame.f_code.co_filename.endswith(_LOGGING_FILE)
+        and frame.f_back is not None and frame.f_back.f_code.co_filename.endswith(_LOGGING_FILE)
+    )
+
+
 def _is_frame_request(event: str, args: tuple[Any, ...]) -> bool:
     if event == "sys._getframe":
         return True
@@ -420,7 +439,7 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
             if detail is None and event == "object.__getattr__" and len(args) >= 2 and args[1] in _FRAME_ATTRS:
                 detail = f"reading .{args[1]} climbs into the harness's frames"
             # Triton compiles on the first call (ptxas in a subprocess), CuPy too: their own doing is fine.
-            if detail is not None and _caller_is_trusted(_TRUSTED_IN_FORWARD):
+            if detail is not None and (_caller_is_trusted(_TRUSTED_IN_FORWARD) or _logging_finds_caller(event)):
                 detail = None
         if detail is None and not _in_forward and _is_frame_request(event, args) and not _frame_caller_trusted():
             detail = (
