@@ -461,7 +461,9 @@ class _Run:
         self.result["checks"].update({"timed_calls_checked": t["checked_calls"], "memoization": t["memo"],
                                       "wall_per_call_us": t["wall_per_call_us"]})
         median = stats["median_us"]
-        if t["memo"] and t["memo"]["suspicious"]:
+        # The perturbed inputs already make memoised results fail the checks; this timing heuristic (noisy on
+        # a busy host) decides only where a problem turned the perturbation off.
+        if t["memo"] and t["memo"]["suspicious"] and not self.perturbable:
             raise Verdict("rejected", "rule memoization broken: repeat calls on an input set took "
                           f"{t['memo']['repeat_median_us']:.1f} us against {t['memo']['first_call_median_us']:.1f} us "
                           "for the first call on each set; do not cache results across calls", "memoization")

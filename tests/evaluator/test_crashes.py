@@ -13,7 +13,8 @@ def test_it_gives_runtime_error_for_a_segfault_and_recovers():
     result = evaluate(PROBLEM, solution, device="cpu")
     assert result["verdict"] == "runtime_error"
     assert "SIGSEGV" in result["message"]
-    assert evaluate(PROBLEM, HONEST, device="cpu")["verdict"] == "accepted"
+    after = evaluate(PROBLEM, HONEST, device="cpu")
+    assert after["verdict"] == "accepted", after["message"]
 
 
 def test_it_gives_runtime_error_for_exit_zero_in_forward():
