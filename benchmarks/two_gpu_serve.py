@@ -153,7 +153,9 @@ def main() -> int:
     server = serve_site(site)
     url = f"http://127.0.0.1:{server.server_address[1]}"
     log_path = workdir / "serve.log"
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
+    # The repository first, then whatever the host set (a --target install of kernelguard, say).
+    env = dict(os.environ, PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
     log = open(log_path, "wb")  # noqa: SIM115 - closed below
     serve = subprocess.Popen([sys.executable, "-m", "gpu_runner", "serve", "--site", url, "--token", TOKEN,
                               "--shutdown-grace", "10"], env=env, stdout=log, stderr=subprocess.STDOUT)
