@@ -3,8 +3,8 @@ reference kernel. Measured at `serve` start for each worker's GPU and again betw
 KERNELHUB_CALIBRATE_EVERY_S; posted to the site (POST /api/v1/runners/calibration/), which compares them with
 the pool's median and drains an outlier.
 
-The copy bandwidth also refreshes the evaluator's speed-of-light cache (gpu_runner/limits.py), measured the
-same way (best of 10 copies, read + write counted), so one measurement serves both.
+The copy bandwidth also feeds the evaluator's speed-of-light cache (gpu_runner/limits.py), measured the same
+way (best of 10 copies, read + write counted), so one measurement serves both; the cache keeps the highest.
 
 `python -m gpu_runner.calibration [--device cpu|cuda] [--json]` measures the device this process sees (pin it
 with CUDA_VISIBLE_DEVICES) and prints the result.
@@ -125,12 +125,19 @@ def measure(device: str) -> dict[str, Any]:
     }
 
 
-def store_for_evaluator(result: dict[str, Any]) -> None:
-    """Refresh the evaluator's speed-of-light cache with this measurement (gpu_runner/limits.py)."""
+def store_for_evaluator(result: dict[str, Any]) -> bool:
+    """Feed the evaluator's speed-of-light cache (gpu_runner/limits.py) with this measurement, where it is the
+    highest yet for the device model: the floor it sets must never reject an honest kernel because one
+    measurement ran while the host was busy. Returns whether the cache changed."""
     from gpu_runner import limits
 
-    limits.store_bandwidth(result["device_model"], float(result["copy_bytes_per_s"]),
+    measured = float(result["copy_bytes_per_s"])
+    cached = limits.cached_bandwidth(result["device_model"])
+    if cached is not None and cached >= measured:
+        return False
+    limits.store_bandwidth(result["device_model"], measured,
                            f"best of 10 copies of {result['copy_bytes']} bytes (gpu_runner.calibration)")
+    return True
 
 
 def site_payload(result: dict[str, Any], worker: str) -> dict[str, Any]:

@@ -45,7 +45,10 @@ def serve(live_asgi_server, drained_runner, tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "gpu_runner", "serve", "--site", live_asgi_server, "--token", secret,
          "--loglevel", "info", "--shutdown-grace", "5"],
-        cwd=REPO_ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1", KERNELHUB_CALIBRATE_EVERY_S="1"), stdout=log, stderr=subprocess.STDOUT)
+        cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
+        # Its own cache: the calibration must not touch the machine's ~/.cache/kernelhub.
+        env=dict(os.environ, PYTHONUNBUFFERED="1", KERNELHUB_CALIBRATE_EVERY_S="1",
+                 KERNELHUB_CACHE_DIR=str(tmp_path / "cache")))
     process.log_path = log_path  # type: ignore[attr-defined]
     yield process
     process.send_signal(signal.SIGTERM)
