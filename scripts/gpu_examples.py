@@ -1,0 +1,68 @@
+"""Evaluates example solutions through the CLI, several at once, and appends one JSON line per result as each
+finishes (so a call cut short by its time limit still returns what it did). Used on the H200.
+
+    python3 scripts/gpu_examples.py OUT.jsonl [--device cuda] [--parallel 4] [--deadline-s 400] [GLOB ...]
+Evaluations run concurrently share the GPU: their verdicts count, their timings are not reported.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("globs", nargs="*", default=["examples/gpu/*/*.py"])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--deadline-s", type=float, default=400)
+    args = ap.parse_args()
+    solutions = sorted({p for g in args.globs for p in REPO.glob(g)})
+    end = time.monotonic() + args.deadline_s
+    lock = threading.Lock()
+
+    def one(solution: Path) -> None:
+        track = "cpu" if "/cpu/" in str(solution) else "gpu"
+        problems = list((REPO / "problems" / track).glob(f"level*/{solution.name}"))
+        left = end - time.monotonic()
+        row = {"solution": str(solution.relative_to(REPO))}
+        if not problems:
+            row["error"] = "no problem"
+        elif left < 30:
+            row["error"] = "skipped: deadline"
+        else:
+            t0 = time.monotonic()
+            try:
+                proc = subprocess.run([sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problems[0]),
+                                       "--solution", str(solution), "--device", args.device, "--json"],
+                                      capture_output=True, text=True, timeout=left, cwd=REPO)
+                row["rc"] = proc.returncode
+                try:
+                    row["result"] = json.loads(proc.stdout)
+                except ValueError:
+                    row["stdout_tail"] = proc.stdout[-2000:]
+                row["stderr_tail"] = proc.stderr[-1500:]
+            except subprocess.TimeoutExpired:
+                row["error"] = "deadline reached while evaluating"
+            row["wall_s"] = round(time.monotonic() - t0, 1)
+        with lock:
+            with open(args.out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            r = row.get("result") or {}
+            print(f"{row['solution']}: {r.get('verdict') or row.get('error')} {str(r.get('message', ''))[:160]}",
+                  flush=True)
+
+    with ThreadPoolExecutor(args.parallel) as pool:
+        list(pool.map(one, solutions))
+
+
+if __name__ == "__main__":
+    main()
