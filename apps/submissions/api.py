@@ -132,7 +132,7 @@ class SubmissionOutput(serializers.Serializer):
     entrant_kind = serializers.CharField()
     hardware = serializers.CharField()
     language = serializers.CharField()
-    sha256 = serializers.CharField()
+    sha256 = serializers.CharField(allow_null=True, help_text="Null unless you may see the source.")
     created_at = serializers.DateTimeField()
     evaluation_id = serializers.IntegerField(allow_null=True)
     status = serializers.CharField(help_text="queued, running, done or failed (done and failed are final).")
@@ -161,12 +161,15 @@ class SubmissionOutput(serializers.Serializer):
 def _submission_data(submission: Submission, user: Any) -> dict[str, Any]:
     evaluation = selectors.submission_latest_evaluation(submission=submission)
     visible = selectors.submission_source_visible(submission=submission, user=user)
-    hidden_message = evaluation is not None and evaluation.verdict == "compile_error" and not visible
+    hidden_message = evaluation is not None and not selectors.evaluation_message_visible(
+        evaluation=evaluation, source_visible=visible)
     return {
         "id": submission.pk, "problem": submission.problem.slug,
         "problem_version": submission.problem_version.version, "entrant": submission.entrant.slug,
         "entrant_kind": submission.entrant.kind, "hardware": submission.pool.slug,
-        "language": submission.language, "sha256": submission.sha256, "created_at": submission.created_at,
+        # The hash of a private source would let anyone confirm a guess of it.
+        "language": submission.language, "sha256": submission.sha256 if visible else None,
+        "created_at": submission.created_at,
         "evaluation_id": evaluation.pk if evaluation else None,
         "status": evaluation.status if evaluation else Evaluation.STATUS_QUEUED,
         "stage": evaluation.stage if evaluation else "queued",
@@ -177,8 +180,8 @@ def _submission_data(submission: Submission, user: Any) -> dict[str, Any]:
         "compile_us": evaluation.compile_us if evaluation else None,
         "speedup_vs_eager": evaluation.speedup_vs_eager if evaluation else None,
         "speedup_vs_compile": evaluation.speedup_vs_compile if evaluation else None,
-        "message": ("Compile error: the compiler's output is shown to the entrant's owner only."
-                    if hidden_message else (evaluation.message if evaluation else "")),
+        "message": (f"{evaluation.get_verdict_display()}: the details can quote the source and are shown to "
+                    "the entrant's owner only." if hidden_message else (evaluation.message if evaluation else "")),
         "attempt": evaluation.attempt if evaluation else 0,
         "queued_at": evaluation.queued_at if evaluation else None,
         "started_at": evaluation.started_at if evaluation else None,

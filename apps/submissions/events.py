@@ -9,6 +9,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from apps.submissions import selectors
 from apps.submissions.models import Evaluation
 
 logger = logging.getLogger(__name__)
@@ -28,8 +29,10 @@ def evaluation_event_payload(evaluation: Evaluation) -> dict[str, Any]:
         "compile_us": evaluation.compile_us,
         "speedup_vs_eager": evaluation.speedup_vs_eager,
         "speedup_vs_compile": evaluation.speedup_vs_compile,
-        # A compile error quotes the source, which may be private: the page fetches it when allowed.
-        "message": "" if evaluation.verdict == "compile_error" else evaluation.message,
+        # Events go to everyone watching: a message that can quote the (maybe private) source stays out; the
+        # page fetches it when its viewer may see it.
+        "message": evaluation.message if selectors.evaluation_message_visible(
+            evaluation=evaluation, source_visible=False) else "",
     }
 
 

@@ -52,6 +52,15 @@ def submission_source_visible(*, submission: Submission, user: Any) -> bool:
     return reveal_at is not None and reveal_at <= timezone.now()
 
 
+# Messages that cannot quote the solution: a wrong answer's mismatch (index, expected, got), a timeout. The
+# others can (compiler output, tracebacks, the anti-cheat's evidence): the owner's until the source is public.
+MESSAGE_PUBLIC_VERDICTS = ("", "accepted", "wrong_answer", "timeout")
+
+
+def evaluation_message_visible(*, evaluation: Evaluation, source_visible: bool) -> bool:
+    return source_visible or evaluation.verdict in MESSAGE_PUBLIC_VERDICTS
+
+
 def evaluation_public_result(*, evaluation: Evaluation, source_visible: bool) -> dict[str, Any]:
     """The evaluator's object as is for those who may see the source; without its logs for others."""
     result = dict(evaluation.result or {})
@@ -59,6 +68,6 @@ def evaluation_public_result(*, evaluation: Evaluation, source_visible: bool) ->
         return result
     for key in SOURCE_REVEALING_KEYS:
         result.pop(key, None)
-    if evaluation.verdict == "compile_error":
+    if not evaluation_message_visible(evaluation=evaluation, source_visible=False):
         result.pop("message", None)
     return result

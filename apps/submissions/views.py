@@ -128,8 +128,9 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "evaluations": evaluations,
         "can_see_source": can_see_source,
         "is_owner": request.user.is_authenticated and submission.entrant.owner_id == request.user.pk,
-        # The same rule as the API: a compile error's message quotes the source.
-        "show_message": evaluation is not None and (can_see_source or evaluation.verdict != "compile_error"),
+        # The same rule as the API: messages that can quote the source are the owner's.
+        "show_message": evaluation is not None and selectors.evaluation_message_visible(
+            evaluation=evaluation, source_visible=can_see_source),
         "timing_rows": _timing_rows(public_result),
         "result_extras": _result_extras(public_result),
     }

@@ -75,3 +75,22 @@ def test_an_unknown_submission_is_a_404_in_the_error_shape(db, api):
     assert response.status_code == 404
     assert error_of(response)["code"] == "not_found"
 
+
+
+def test_bob_sees_neither_a_runtime_errors_traceback_nor_the_sources_hash(problem, alice, bob, api):
+    # A traceback or the anti-cheat's evidence can quote the source; the hash would confirm a guess of it.
+    submission_id = submit(api(alice.token)).json()["id"]
+    for verdict in ("runtime_error", "rejected"):
+        _finished(submission_id, verdict=verdict)
+        body = api(bob.token).get(f"/api/v1/submissions/{submission_id}/").json()
+        assert body["verdict"] == verdict and body["sha256"] is None
+        assert "add_one_secret_trick" not in str(body)
+        assert "owner only" in body["message"]
+    assert api(alice.token).get(f"/api/v1/submissions/{submission_id}/").json()["sha256"]
+
+
+def test_a_wrong_answers_mismatch_is_public(problem, alice, bob, api):
+    # Index, expected and got quote no code: everyone may see why it was wrong.
+    submission_id = submit(api(alice.token)).json()["id"]
+    _finished(submission_id, verdict="wrong_answer")
+    assert "add_one_secret_trick" in api(bob.token).get(f"/api/v1/submissions/{submission_id}/").json()["message"]
