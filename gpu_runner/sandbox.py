@@ -385,6 +385,19 @@ def _drop_capabilities(libc: Any) -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
+def _paths_to_keep(tmpfs_points: list[str], *, exclude: str) -> list[str]:
+    """Directories the child needs (its interpreter, sys.path) that lie below a future tmpfs, outermost only."""
+    wanted = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable), *sys.path}
+    found: list[str] = []
+    for path in sorted(os.path.realpath(p) for p in wanted if p and os.path.isdir(p)):
+        below_tmpfs = any(path == t or path.startswith(t + os.sep) for t in tmpfs_points)
+        inside_workdir = path == exclude or path.startswith(exclude + os.sep)
+        if below_tmpfs and path not in tmpfs_points and not inside_workdir and not any(
+                path.startswith(f + os.sep) for f in found):
+            found.append(path)
+    return found
+
+
 def lockdown(workdir: str) -> dict[str, Any]:
     """Called first thing in a child started in fresh namespaces. Returns what it achieved.
 
@@ -398,13 +411,22 @@ def lockdown(workdir: str) -> dict[str, Any]:
         # Held open so the directory can be bound back should a fresh tmpfs below cover it.
         handle = os.open(workdir, os.O_PATH | os.O_DIRECTORY)
         own = {workdir}
-        for tmp in ("/tmp", "/var/tmp", "/dev/shm"):
-            if os.path.isdir(tmp):
-                _mount(libc, "tmpfs", tmp, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=2g,mode=1777")
-                own.add(tmp)
+        tmpfs_points = [tmp for tmp in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(tmp)]
+        # The interpreter, its libraries and this package may live below one of them (a checkout in /tmp):
+        # bound back too, and made read-only with everything else below.
+        keep = {}
+        for path in _paths_to_keep(tmpfs_points, exclude=workdir):
+            keep[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
+        for tmp in tmpfs_points:
+            _mount(libc, "tmpfs", tmp, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=2g,mode=1777")
+            own.add(tmp)
         os.makedirs(workdir, exist_ok=True)
         _mount(libc, f"/proc/self/fd/{handle}", workdir, None, _MS_BIND | _MS_REC, None)
         os.close(handle)
+        for path, fd in keep.items():
+            os.makedirs(path, exist_ok=True)
+            _mount(libc, f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC, None)
+            os.close(fd)
         os.chdir(workdir)
         failed = []
         for point, flags in _mount_points():
