@@ -422,6 +422,19 @@ def _where(limit: int = 3) -> str:
 
 
 _LOGGING_FILE = os.path.join("logging", "__init__.py")
+# Helpers that call sys._getframe only to read the caller's module name (typing's and typing_extensions'
+# _caller, namedtuple, enum): they return a string, never the frame. Triton creates typing objects per launch.
+_NAME_LOOKUP_FILES = ("typing_extensions.py", os.sep + "typing.py", os.path.join("collections", "__init__.py"),
+                      os.sep + "enum.py")
+
+
+def _module_name_lookup(event: str) -> bool:
+    if event != "sys._getframe":
+        return False
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.endswith(_NAME_LOOKUP_FILES)
 
 
 def _logging_finds_caller(event: str) -> bool:
@@ -481,7 +494,8 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
             if detail is None and event == "object.__getattr__" and len(args) >= 2 and args[1] in _FRAME_ATTRS:
                 detail = f"reading .{args[1]} climbs into the harness's frames"
             # Triton compiles on the first call (ptxas in a subprocess), CuPy too: their own doing is fine.
-            if detail is not None and (_caller_is_trusted(_TRUSTED_IN_FORWARD) or _logging_finds_caller(event)):
+            if detail is not None and (_caller_is_trusted(_TRUSTED_IN_FORWARD) or _logging_finds_caller(event)
+                                       or _module_name_lookup(event)):
                 detail = None
         if detail is None and not _in_forward and _is_frame_request(event, args) and not _frame_caller_trusted():
             detail = (
