@@ -50,8 +50,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[object]:
+    # Package scope: Playwright's sync API keeps an event loop running in this thread until it stops, and
+    # tests after the browser package call async_to_sync in the same thread.
     if not CHROMIUM.exists():
         pytest.skip(
             f"{CHROMIUM} is missing: install Debian's chromium (`make system-packages`, scripts/ensure_system_packages.sh) "
