@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 from typing import Any
 
 
@@ -160,10 +161,13 @@ class Harness:
                 from gpu_runner import guards
             except ImportError:
                 guards = None  # type: ignore[assignment]
-            self.guards = guards
             info["guards"] = guards is not None
             if guards is not None:
                 guards.install_process_guards()
+                # The functions themselves, captured now: the solution can reach the module through sys.modules
+                # and replace its attributes, but not these references.
+                self.guards = types.SimpleNamespace(forward_guard=guards.forward_guard,
+                                                    integrity_report=guards.integrity_report)
             try:
                 solution = self._import_file("kernelhub_solution", msg["solution_file"])
             except SyntaxError as e:
