@@ -420,13 +420,14 @@ def lockdown(workdir: str) -> dict[str, Any]:
         for tmp in tmpfs_points:
             _mount(libc, "tmpfs", tmp, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=2g,mode=1777")
             own.add(tmp)
-        os.makedirs(workdir, exist_ok=True)
-        _mount(libc, f"/proc/self/fd/{handle}", workdir, None, _MS_BIND | _MS_REC, None)
-        os.close(handle)
         for path, fd in keep.items():
             os.makedirs(path, exist_ok=True)
             _mount(libc, f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC, None)
             os.close(fd)
+        # Last, so it lies on top of a kept directory that holds it (a checkout's var/ below /tmp).
+        os.makedirs(workdir, exist_ok=True)
+        _mount(libc, f"/proc/self/fd/{handle}", workdir, None, _MS_BIND | _MS_REC, None)
+        os.close(handle)
         os.chdir(workdir)
         failed = []
         for point, flags in _mount_points():
