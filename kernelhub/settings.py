@@ -102,9 +102,16 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'kernelhub.sqlite3'}"),
-        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+        # Persistent connections are per thread, and under ASGI every request may run on another thread of
+        # the pool: they pile up past PostgreSQL's max_connections under load. Off by default; DB_POOL=true
+        # shares a bounded psycopg pool per process instead.
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 0),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", False):
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1, "max_size": env_int("DB_POOL_MAX_SIZE", 8), "timeout": 10}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default: several processes (web, workers) share one file.
     DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
