@@ -21,7 +21,9 @@ def test_it_runs_the_reference_on_the_cpu(path):
         again = model(*[t.clone() for t in inputs])
     assert type(out) is torch.Tensor and out.numel() > 0
     assert torch.isfinite(out.float()).all()
-    assert torch.equal(out, again)
+    # The same function twice; multithreaded reductions may add in another order (logsumexp was seen to differ
+    # in the last bits), so equal up to rounding, not bit for bit.
+    assert torch.allclose(out, again, rtol=1e-6, atol=1e-6)
     # Outputs of order one at least somewhere, so that an all-zero answer cannot pass the tolerance.
     meta = problem_metadata(path.read_text())
     assert out.float().abs().max().item() > 20 * meta.get("atol", 1e-4)
