@@ -7,6 +7,8 @@ Evaluations run concurrently share the GPU: their verdicts count, their timings 
 
 import argparse
 import json
+import os
+import queue
 import subprocess
 import sys
 import threading
@@ -24,10 +26,18 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--deadline-s", type=float, default=400)
+    ap.add_argument("--gpus", default="", help="comma-separated GPU indices: each evaluation gets one to itself "
+                    "(CUDA_VISIBLE_DEVICES), and --parallel becomes the number of GPUs")
     args = ap.parse_args()
     solutions = sorted({p for g in args.globs for p in REPO.glob(g)})
     end = time.monotonic() + args.deadline_s
     lock = threading.Lock()
+    free_gpus: queue.Queue[str] = queue.Queue()
+    gpus = [g for g in args.gpus.split(",") if g.strip()]
+    for g in gpus:
+        free_gpus.put(g.strip())
+    if gpus:
+        args.parallel = len(gpus)
 
     def one(solution: Path) -> None:
         track = "cpu" if "/cpu/" in str(solution) else "gpu"
@@ -40,10 +50,13 @@ def main() -> None:
             row["error"] = "skipped: deadline"
         else:
             t0 = time.monotonic()
+            gpu = free_gpus.get() if gpus else None
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else None
+            row["gpu"] = gpu
             try:
                 proc = subprocess.run([sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problems[0]),
                                        "--solution", str(solution), "--device", args.device, "--json"],
-                                      capture_output=True, text=True, timeout=left, cwd=REPO)
+                                      capture_output=True, text=True, timeout=left, cwd=REPO, env=env)
                 row["rc"] = proc.returncode
                 try:
                     row["result"] = json.loads(proc.stdout)
@@ -52,6 +65,9 @@ def main() -> None:
                 row["stderr_tail"] = proc.stderr[-1500:]
             except subprocess.TimeoutExpired:
                 row["error"] = "deadline reached while evaluating"
+            finally:
+                if gpu is not None:
+                    free_gpus.put(gpu)
             row["wall_s"] = round(time.monotonic() - t0, 1)
         with lock:
             with open(args.out, "a") as f:
