@@ -7,7 +7,9 @@ What is in force is recorded in every result (`isolation`), because it depends o
 - where `unshare` works (root, or user namespaces allowed): new network, mount and PID namespaces. No network
   at all; every descendant dies with the child (PID namespace); and the harness, before any solution code
   runs, remounts every filesystem read-only except its own directory, puts fresh tmpfs on /tmp, /var/tmp
-  and /dev/shm, and drops all capabilities (see `lockdown`).
+  and /dev/shm, hides the work base, the cache directory and the runner's home under empty tmpfs (other
+  evaluations' directories, other submissions' builds and sources), switches to an unprivileged uid of its
+  own and drops all capabilities (see `lockdown`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ ENV_ALLOWLIST = (
     "NVIDIA_DRIVER_CAPABILITIES",
 )
 LOG_TAIL_BYTES = 4000
+# Children run as BASE + a random 16-bit number: a uid no account has (above systemd's container range), so
+# they own nothing on the host but their own directory, and RLIMIT_NPROC counts one evaluation's tasks.
+SANDBOX_UID_BASE = 2_000_000_000
 _UNSHARE_ARGS = ["--net", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
 
 
@@ -215,6 +220,22 @@ class Child:
         return f"exited with status {code}"
 
 
+def hidden_paths() -> list[str]:
+    """What a child must not see: other evaluations' directories, the build and baseline caches (other
+    submissions' sources and libraries), and the runner's home (its credentials, its other caches)."""
+    paths = [work_base(), cache_dir(), Path.home()]
+    return list(dict.fromkeys(str(p.resolve()) for p in paths if p.resolve() != Path("/")))
+
+
+def _give_to(workdir: Path, uid: int) -> None:
+    # The child's directory and what is in it so far become the child's; what the parent adds later stays
+    # the parent's (root-owned, readable: the problem, the solution, the child's built libraries).
+    os.chown(workdir, uid, uid)
+    for root, dirs, files in os.walk(workdir):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
 def new_workdir(prefix: str) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=work_base()))
     path.chmod(0o700)
@@ -231,9 +252,17 @@ def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str
     env = child_env(workdir, marker, extra_env)
     namespaces = unshare_works()
     cmd = [sys.executable, "-s", *argv, str(child_sock.fileno())]
+    identity = f"the runner's uid {os.geteuid()}: " + (
+        "switching needs root" if namespaces else "no namespaces, so no lockdown to switch in")
     if namespaces:
         cmd = [shutil.which("unshare") or "unshare", *_UNSHARE_ARGS, "--", *cmd]
         env["KERNELHUB_LOCKDOWN"] = str(workdir)
+        env["KERNELHUB_LOCKDOWN_HIDE"] = os.pathsep.join(hidden_paths())
+        if os.geteuid() == 0:
+            uid = SANDBOX_UID_BASE + secrets.randbelow(1 << 16)
+            _give_to(workdir, uid)
+            env["KERNELHUB_SANDBOX_UID"] = str(uid)
+            identity = f"uid and gid {uid} (unprivileged, this evaluation's own), set after the mounts"
     nproc = _count_processes_of(os.getuid()) + limits.tasks
     try:
         proc = subprocess.Popen(
@@ -247,7 +276,11 @@ def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str
         "namespaces": namespaces,
         "network": "none (new network namespace)" if namespaces else "host network (unshare not permitted)",
         "pid_namespace": namespaces,
-        "env": "allowlist: " + ", ".join(sorted(set(env) - {MARKER_VAR, "KERNELHUB_LOCKDOWN"})),
+        "identity": identity,
+        "hidden": "work base, cache directory and the runner's home (empty tmpfs), its own directory bound back"
+        if namespaces else "nothing: no mount namespace",
+        "env": "allowlist: " + ", ".join(sorted(set(env) - {MARKER_VAR, "KERNELHUB_LOCKDOWN",
+                                                            "KERNELHUB_LOCKDOWN_HIDE", "KERNELHUB_SANDBOX_UID"})),
         "rlimits": {
             "cpu_s": limits.cpu_s,
             "address_space_bytes": limits.memory_bytes,
@@ -365,11 +398,16 @@ def _mount_points() -> list[tuple[str, int]]:
     return points
 
 
-def _drop_capabilities(libc: Any) -> None:
-    pr_set_no_new_privs, pr_capbset_drop, pr_cap_ambient, pr_cap_ambient_clear_all = 38, 24, 47, 4
+def _drop_bounding_set(libc: Any) -> None:
+    # First, while CAP_SETPCAP is still held: nothing executed later can regain a capability.
+    pr_capbset_drop, pr_cap_ambient, pr_cap_ambient_clear_all = 24, 47, 4
     libc.prctl(pr_cap_ambient, pr_cap_ambient_clear_all, 0, 0, 0)
     for cap in range(64):
         libc.prctl(pr_capbset_drop, cap, 0, 0, 0)
+
+
+def _drop_capabilities(libc: Any) -> None:
+    pr_set_no_new_privs = 38
     if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
@@ -385,45 +423,105 @@ def _drop_capabilities(libc: Any) -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
-def _paths_to_keep(tmpfs_points: list[str], *, exclude: str) -> list[str]:
-    """Directories the child needs (its interpreter, sys.path) that lie below a future tmpfs, outermost only."""
+def _needed_paths() -> list[str]:
+    """The directories the child's Python needs: its interpreter, its prefixes and sys.path."""
     wanted = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable), *sys.path}
+    return sorted({os.path.realpath(p) for p in wanted if p and os.path.isdir(p)})
+
+
+def _below(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _paths_to_keep(tmpfs_points: list[str], *, exclude: str) -> list[str]:
+    """Needed directories that lie below a future tmpfs, outermost only (bound back on top of it)."""
     found: list[str] = []
-    for path in sorted(os.path.realpath(p) for p in wanted if p and os.path.isdir(p)):
-        below_tmpfs = any(path == t or path.startswith(t + os.sep) for t in tmpfs_points)
-        inside_workdir = path == exclude or path.startswith(exclude + os.sep)
-        if below_tmpfs and path not in tmpfs_points and not inside_workdir and not any(
-                path.startswith(f + os.sep) for f in found):
+    for path in _needed_paths():
+        below_tmpfs = any(_below(path, t) for t in tmpfs_points)
+        if below_tmpfs and path not in tmpfs_points and not _below(path, exclude) and not any(
+                _below(path, f) for f in found):
             found.append(path)
     return found
+
+
+def _gpu_device_nodes() -> list[str]:
+    return sorted(str(p) for p in Path("/dev").glob("nvidia*") if p.is_char_device())
+
+
+def _switch_identity(uid: int, workdir: str) -> str:
+    """Become `uid` for good, unless something the child needs is out of its reach: then stay, and say why.
+
+    The check is the kernel's own (access(2) with the new real ids), made while the saved uid is still 0.
+    The GPU's device nodes are usually 0666; where one is group-only, its group is kept as a supplementary one.
+    """
+    nodes = _gpu_device_nodes()
+    groups = sorted({os.stat(n).st_gid for n in nodes if os.stat(n).st_mode & 0o006 != 0o006})
+    os.setgroups(groups)
+    os.setresgid(uid, uid, 0)
+    os.setresuid(uid, uid, 0)
+    needs = [(workdir, os.R_OK | os.W_OK | os.X_OK), (os.path.realpath(sys.executable), os.X_OK)]
+    needs += [(p, os.R_OK | os.X_OK) for p in _needed_paths()]
+    needs += [(n, os.R_OK | os.W_OK) for n in nodes]
+    missing = [p for p, mode in needs if not os.access(p, mode)]
+    if missing:
+        os.setresuid(0, 0, 0)
+        os.setresgid(0, 0, 0)
+        os.setgroups([])
+        return f"uid 0 kept: {missing[0]} is not accessible to an unprivileged uid (make it world-readable)"
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    # A change of uid makes the process undumpable, which hides its own /proc entries from itself; nothing
+    # outside its PID namespace shares the uid, so making it dumpable again opens nothing.
+    _libc().prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+    return f"uid and gid {uid}" + (f", supplementary groups {groups} (GPU device nodes)" if groups else "")
 
 
 def lockdown(workdir: str) -> dict[str, Any]:
     """Called first thing in a child started in fresh namespaces. Returns what it achieved.
 
-    Every filesystem read-only except `workdir` and fresh tmpfs mounts on /tmp, /var/tmp, /dev/shm; then all
-    capabilities dropped, so the child cannot undo any of it, and RLIMIT_NPROC binds it.
+    Every filesystem read-only except `workdir` and fresh tmpfs mounts on /tmp, /var/tmp, /dev/shm; the
+    directories named in KERNELHUB_LOCKDOWN_HIDE (work base, cache, the runner's home) covered by empty
+    read-only tmpfs, with the interpreter, sys.path and `workdir` bound back; then the unprivileged uid in
+    KERNELHUB_SANDBOX_UID, and all capabilities dropped, so the child cannot undo any of it, and
+    RLIMIT_NPROC binds it.
     """
-    result: dict[str, Any] = {"fs": "not locked down", "capabilities": "kept"}
+    result: dict[str, Any] = {"fs": "not locked down", "capabilities": "kept", "identity": "unchanged"}
     libc = _libc()
+    os.umask(0o022)  # directories made below are the mount points the unprivileged child walks through
     try:
         _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE, None)
         # Held open so the directory can be bound back should a fresh tmpfs below cover it.
         handle = os.open(workdir, os.O_PATH | os.O_DIRECTORY)
         own = {workdir}
         tmpfs_points = [tmp for tmp in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(tmp)]
-        # The interpreter, its libraries and this package may live below one of them (a checkout in /tmp):
-        # bound back too, and made read-only with everything else below.
+        needed = _needed_paths()
+        hide = [os.path.realpath(p) for p in os.environ.get("KERNELHUB_LOCKDOWN_HIDE", "").split(os.pathsep) if p]
+        # A hidden directory that is itself needed (a home that is the checkout) cannot be hidden; one below
+        # a tmpfs is hidden already.
+        hide = [p for p in dict.fromkeys(hide) if os.path.isdir(p) and p != "/" and p not in needed
+                and not any(_below(p, t) for t in tmpfs_points)]
+        # The interpreter, its libraries and this package may live below one of them (a checkout in /tmp, a
+        # Python in the runner's home): bound back, and made read-only with everything else below.
+        outer = [p for p in hide if not any(_below(p, n) for n in needed)]
+        # Hidden inside a kept tree (a cache in the checkout): covered once that tree is bound back, unless
+        # it holds something needed in turn.
+        inner = [p for p in hide if p not in outer and not any(_below(n, p) for n in needed)]
         keep = {}
-        for path in _paths_to_keep(tmpfs_points, exclude=workdir):
+        for path in _paths_to_keep(tmpfs_points + outer, exclude=workdir):
             keep[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
         for tmp in tmpfs_points:
             _mount(libc, "tmpfs", tmp, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=2g,mode=1777")
             own.add(tmp)
+        for path in sorted(outer, key=len):
+            if os.path.isdir(path):  # not already covered by an outer one
+                _mount(libc, "tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0755")
         for path, fd in keep.items():
             os.makedirs(path, exist_ok=True)
             _mount(libc, f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC, None)
             os.close(fd)
+        for path in sorted(inner, key=len):
+            if os.path.isdir(path):
+                _mount(libc, "tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0755")
         # Last, so it lies on top of a kept directory that holds it (a checkout's var/ below /tmp).
         os.makedirs(workdir, exist_ok=True)
         _mount(libc, f"/proc/self/fd/{handle}", workdir, None, _MS_BIND | _MS_REC, None)
@@ -448,11 +546,15 @@ def lockdown(workdir: str) -> dict[str, Any]:
             "read-only except its own directory and private tmpfs on /tmp, /var/tmp, /dev/shm"
             if not writable_root else "remount failed: / stayed writable"
         )
+        result["hidden"] = hide
         if failed:
             result["fs_not_readonly"] = failed[:20]
     except OSError as e:
         result["fs"] = f"not locked down ({e})"
     try:
+        _drop_bounding_set(libc)
+        if os.environ.get("KERNELHUB_SANDBOX_UID"):
+            result["identity"] = _switch_identity(int(os.environ["KERNELHUB_SANDBOX_UID"]), workdir)
         _drop_capabilities(libc)
         result["capabilities"] = "all dropped, no_new_privs"
     except OSError as e:
@@ -488,7 +590,9 @@ def observed_isolation(child: Child) -> dict[str, Any]:
                 elif line.startswith("NoNewPrivs:"):
                     seen["no_new_privs"] = line.split()[1] == "1"
                 elif line.startswith("Uid:"):
-                    seen["uid"] = int(line.split()[1])
+                    # real, effective, saved, filesystem: an unprivileged child has the same one four times
+                    seen["uids"] = [int(u) for u in line.split()[1:5]]
+                    seen["uid"] = seen["uids"][0]
     except OSError:
         pass
     try:
