@@ -222,6 +222,13 @@ RUNNER_HEARTBEAT_S = env_int("RUNNER_HEARTBEAT_S", 30)
 # The pool a submission goes to when it names none.
 DEFAULT_HARDWARE_POOL = env_str("DEFAULT_HARDWARE_POOL", "cpu")
 MAX_SOURCE_BYTES = env_int("MAX_SOURCE_BYTES", 256 * 1024)
+# A zipped Core ML package (the ANE track) carries its weights: 64 MiB holds about 33 million fp16 values.
+# Sent as base64 in JSON it is a third larger, and Django refuses a request body (outside file parts) over
+# DATA_UPLOAD_MAX_MEMORY_SIZE: that limit follows this one.
+MAX_PACKAGE_BYTES = env_int("MAX_PACKAGE_BYTES", 64 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_PACKAGE_BYTES * 4 // 3 + 1024 * 1024
+# Validating and converting an ANE submission on the site (builder in the sandbox, baseline conversion).
+ANE_PREPARE_TIME_LIMIT_S = env_int("ANE_PREPARE_TIME_LIMIT_S", 600)
 SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 60)
 # A job whose runner has said nothing for this long is re-queued by the sweeper.
 JOB_SILENCE_TIMEOUT_S = env_int("JOB_SILENCE_TIMEOUT_S", 600)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -21,7 +22,7 @@ from rest_framework.views import APIView
 
 from apps.devices.authentication import IsRunner, RunnerAuthentication
 from apps.devices.models import Runner
-from apps.submissions import selectors, services
+from apps.submissions import ane, selectors, services
 from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, Submission
 from apps.submissions.starters import LANGUAGE_FOR_DEVICE, starter_source
 
@@ -216,12 +217,25 @@ def _acting_entrant(request: Request, entrant_slug: str | None) -> Entrant:
     return entrants[0]
 
 
+def _package_upload_source(package: Any, source: str) -> str:
+    """A multipart `package` part as the submission text the services take (`base64:<zip>`)."""
+    if source.strip():
+        raise exceptions.ValidationError({"package": ["Send the package or a source, not both."]})
+    if package.size > settings.MAX_PACKAGE_BYTES:
+        raise services.SubmissionError(ane.package_too_big_message(package.size), code="too_large",
+                                       fields={"package": [f"At most {settings.MAX_PACKAGE_BYTES} bytes."]})
+    return ane.package_source(package.read())
+
+
 class SubmissionListCreateApi(APIView):
     @extend_schema_serializer(component_name="SubmissionCreate")
     class InputSerializer(serializers.Serializer):
         problem = serializers.CharField(help_text="The problem's slug.")
-        source = serializers.CharField(trim_whitespace=False, allow_blank=True,
-                                       help_text="The solution file (class ModelNew ...).")
+        source = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, default="",
+                                       help_text="The solution file (class ModelNew ...); on an ANE pool also "
+                                                 "`base64:<zipped .mlpackage>`.")
+        package = serializers.FileField(required=False, help_text="ANE pools, multipart only: the zipped "
+                                        ".mlpackage as a file part, instead of `source`.")
         language = serializers.CharField(required=False, allow_blank=True,
                                          help_text="cpp, cuda, triton or cupy; detected when left out.")
         hardware = serializers.CharField(required=False, allow_blank=True,
@@ -275,8 +289,11 @@ class SubmissionListCreateApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         entrant = _acting_entrant(request, data.get("entrant") or None)
+        source = data["source"]
+        if data.get("package") is not None:
+            source = _package_upload_source(data["package"], source)
         submission, _evaluation, created = services.submission_create(
-            entrant=entrant, problem_slug=data["problem"], source=data["source"],
+            entrant=entrant, problem_slug=data["problem"], source=source,
             language=data.get("language") or None, hardware=data.get("hardware") or None, rerun=data["rerun"],
         )
         body = _submission_data(submission, request.user) | {"duplicate": not created}

@@ -6,6 +6,7 @@ from django import forms
 from django.conf import settings
 
 from apps.devices.models import HardwarePool
+from apps.submissions.ane import package_source, package_too_big_message
 from apps.submissions.models import Entrant, Problem, Submission
 
 SOURCE_PLACEHOLDER = (
@@ -47,7 +48,8 @@ class SubmitForm(forms.Form):
         label="Source",
         help_text="A Python file defining class ModelNew (KernelBench format).",
     )
-    source_file = forms.FileField(required=False, label="…or upload the .py file")
+    source_file = forms.FileField(required=False, label="…or upload the .py file",
+                                  help_text="On an ANE track (…-ane), a zipped .mlpackage too.")
 
     def __init__(self, *args: object, entrants: list[Entrant], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -74,6 +76,13 @@ class SubmitForm(forms.Form):
         upload = data.get("source_file")
         if text.strip() and upload:
             raise forms.ValidationError("Give the source once: paste it or upload a file, not both.")
+        if upload and upload.name.lower().endswith(".zip"):
+            # A zipped .mlpackage for an ANE track: stored as `base64:<zip>` (apps/submissions/ane.py).
+            if upload.size > settings.MAX_PACKAGE_BYTES:
+                self.add_error("source_file", package_too_big_message(upload.size))
+                return data
+            data["source_text"] = package_source(upload.read())
+            return data
         if upload:
             if upload.size > settings.MAX_SOURCE_BYTES:
                 self.add_error("source_file", self._too_big(upload.size))

@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from apps.devices.models import HardwarePool, Runner
+from apps.submissions import ane
 from apps.submissions.events import publish_evaluation
 from apps.submissions.models import (
     ApiToken,
@@ -40,6 +41,7 @@ from apps.submissions.models import (
 logger = logging.getLogger(__name__)
 
 EVALUATE_TASK = "gpu_runner.evaluate_job"
+PREPARE_ANE_TASK = "submissions.prepare_ane_job"
 LANGUAGES = tuple(code for code, _ in Submission.LANGUAGE_CHOICES)
 JOB_STAGES = ("compiling", "checking", "timing")
 
@@ -300,12 +302,22 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
     if not isinstance(source, str) or not source.strip():
         raise SubmissionError("The source is empty: send the solution file's text (class ModelNew ...).",
                               fields={"source": ["Must not be empty."]})
-    size = len(source.encode("utf-8"))
-    if size > settings.MAX_SOURCE_BYTES:
-        raise SubmissionError(
-            f"The source is {size} bytes; the limit is {settings.MAX_SOURCE_BYTES} bytes.",
-            code="too_large", fields={"source": [f"At most {settings.MAX_SOURCE_BYTES} bytes."]},
-        )
+    if ane.is_package_source(source):
+        # A zipped Core ML package (the ANE track), as base64: limited by its own size, weights included.
+        try:
+            size = ane.package_size(source)
+        except ane.PackageError as e:
+            raise SubmissionError(str(e), code="invalid_package", fields={"source": [str(e)]}) from None
+        if size > settings.MAX_PACKAGE_BYTES:
+            raise SubmissionError(ane.package_too_big_message(size), code="too_large",
+                                  fields={"source": [f"At most {settings.MAX_PACKAGE_BYTES} bytes zipped."]})
+    else:
+        size = len(source.encode("utf-8"))
+        if size > settings.MAX_SOURCE_BYTES:
+            raise SubmissionError(
+                f"The source is {size} bytes; the limit is {settings.MAX_SOURCE_BYTES} bytes.",
+                code="too_large", fields={"source": [f"At most {settings.MAX_SOURCE_BYTES} bytes."]},
+            )
     problem = Problem.objects.filter(slug=problem_slug, is_active=True).first()
     if problem is None:
         raise SubmissionError(
@@ -329,6 +341,8 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
         if language not in LANGUAGES:
             raise SubmissionError(f"Unknown language {language!r}: use one of {', '.join(LANGUAGES)}.",
                                   fields={"language": [f"Use one of {', '.join(LANGUAGES)}."]})
+    elif pool.kind == HardwarePool.KIND_ANE:
+        language = "coreml"  # a package, a MIL builder or a ModelNew to convert: all Core ML
     else:
         language = detect_language(source)
         if language is None:
@@ -337,6 +351,11 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
                 "load_inline (C++ or CUDA), Triton @triton.jit, or CuPy RawKernel, or say `language`.",
                 code="unknown_language", fields={"language": ["Could not be detected; set it."]},
             )
+    if ane.is_package_source(source) and pool.kind != HardwarePool.KIND_ANE:
+        raise SubmissionError(
+            f"A Core ML package runs on an ANE pool (`<chip>-ane`), not on {pool.slug}: submit it with "
+            "hardware set to one of the problem's ANE pools.", code="language_not_supported",
+            fields={"hardware": ["A package needs an ANE pool."]})
     if language not in pool.languages:
         raise SubmissionError(
             f"Pool {pool.slug} cannot run {language}; it runs: {', '.join(pool.languages) or 'nothing yet'}.",
@@ -412,8 +431,13 @@ def evaluation_dispatch(*, evaluation_id: int, attempt: int) -> bool:
         # Unpredictable: a solution must not be able to precompute the inputs of its own evaluation.
         "seed": secrets.randbelow(2**31),
     }
+    task, queue = EVALUATE_TASK, submission.pool.queue
+    if submission.pool.kind == HardwarePool.KIND_ANE:
+        # Validated and converted on the site first (apps/submissions/ane.py), which then sends it on to the Mac
+        # pool with its prepared `ane` entry, or stores the verdict of an ineligible graph at once.
+        task, queue = PREPARE_ANE_TASK, settings.CELERY_TASK_DEFAULT_QUEUE
     try:
-        app.send_task(EVALUATE_TASK, kwargs={"job": job}, queue=submission.pool.queue)
+        app.send_task(task, kwargs={"job": job}, queue=queue)
     except Exception:
         # The broker is down: the row stays queued and the sweeper sends it again.
         logger.exception("Could not send evaluation %s to %s; the sweeper will retry.", evaluation_id,

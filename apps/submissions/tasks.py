@@ -1,6 +1,7 @@
 """The site's own Celery tasks (queue `site`). Evaluation jobs go to the pools' queues, to gpu_runner.worker."""
 
 from celery import shared_task
+from django.conf import settings
 
 from apps.submissions import services
 
@@ -9,3 +10,14 @@ from apps.submissions import services
 def sweep_jobs() -> dict[str, int]:
     """Run by beat every SWEEP_INTERVAL_S: re-queue silent or long-queued jobs (services.evaluations_sweep)."""
     return services.evaluations_sweep()
+
+
+@shared_task(name="submissions.prepare_ane_job", ignore_result=True, acks_late=True,
+             soft_time_limit=settings.ANE_PREPARE_TIME_LIMIT_S,
+             time_limit=int(settings.ANE_PREPARE_TIME_LIMIT_S * 1.2))
+def prepare_ane_job(job: dict) -> str:
+    """An ANE job from evaluation_dispatch: validated and converted here, then finished or sent to its Mac pool
+    (apps/submissions/ane.py). Left queued on a crash: the sweeper dispatches it again."""
+    from apps.submissions.ane import ane_job_forward
+
+    return ane_job_forward(job=job)

@@ -19,8 +19,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
+from ane_runner.problem import ProblemError
 from apps.devices.models import HardwarePool
-from apps.submissions import selectors, services
+from apps.submissions import ane, selectors, services
 from apps.submissions.forms import EntrantCreateForm, SubmitForm
 from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, Submission
 from apps.submissions.starters import LANGUAGE_FOR_DEVICE, starter_source
@@ -107,8 +108,24 @@ def problem_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "starters": starters,
             "my_submissions": my_submissions,
             "solved_by": solved_by,
+            "ane": ane.problem_ane_panel(problem=problem, pools=pools),
         },
     )
+
+
+def problem_ane_weights(request: HttpRequest, slug: str) -> HttpResponse:
+    """The reference weights an uploaded Core ML package must embed, as an .npz (numpy, no pickle)."""
+    problem = get_object_or_404(Problem.objects.filter(pools__kind=HardwarePool.KIND_ANE).distinct(), slug=slug,
+                                is_active=True)
+    try:
+        reference = ane.problem_ane_reference(problem=problem)
+    except ProblemError as e:
+        return HttpResponse(f"This problem's reference cannot be built ({e}): tell the site's operators.",
+                            status=500, content_type="text/plain")
+    response = HttpResponse(reference["weights_npz"], content_type="application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="{problem.slug}-weights.npz"'
+    response["X-Reference-Digest"] = reference["digest"]
+    return response
 
 
 def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
