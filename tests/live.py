@@ -8,6 +8,9 @@ the same data and the same channel layer. Use it from a test with:
 
     def test_it_...(live_asgi_server):   # a base URL such as "http://127.0.0.1:40123"
 
+`runner_process` adds a real cpu runner (`python -m gpu_runner serve`) that evaluates the jobs the live
+server sends to pool.cpu.
+
 `live_asgi_server` asks for `transactional_db`: the server is another process, so it only sees committed rows.
 Only the standard library and httpx are imported at module level (tests/ must import without Django).
 """
@@ -15,6 +18,7 @@ Only the standard library and httpx are imported at module level (tests/ must im
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -166,3 +170,29 @@ def live_asgi_server(transactional_db, live_asgi_process: LiveServer) -> str:
     if not live_asgi_process.alive():
         pytest.fail(f"The live ASGI server has died. Its log:\n{live_asgi_process.log()}")
     return live_asgi_process.url
+
+
+@pytest.fixture
+def runner_process(live_asgi_server: str, tmp_path: Path) -> Iterator[subprocess.Popen]:
+    """`python -m gpu_runner serve` for a cpu runner (its Celery worker on pool.cpu runs the real evaluator),
+    against the live server; stopped with SIGTERM. Its log is at `process.log_path`."""
+    from apps.devices.services import pool_get_or_create, runner_create
+
+    pool, _ = pool_get_or_create(slug="cpu")
+    _runner, secret = runner_create(name="e2e-cpu", pool=pool)
+    log_path = tmp_path / "runner.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpu_runner", "serve", "--site", live_asgi_server, "--token", secret,
+         "--loglevel", "info", "--shutdown-grace", "5"],
+        cwd=REPO_ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=log, stderr=subprocess.STDOUT,
+    )
+    process.log_path = log_path  # type: ignore[attr-defined]
+    yield process
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()

@@ -7,20 +7,15 @@ DATABASE_URL in CI) are the ones the site runs on.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 from websockets.sync.client import connect
 
+from tests.live import runner_process  # noqa: F401 - the fixture
 from tests.site.conftest import PROBLEM_FILE, SOLUTION_SOURCE
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # A cold C++ build (about 60 s on 2 cores) plus torch.compile's baseline and the timing runs.
 EVALUATION_TIMEOUT_S = 600
 
@@ -36,33 +31,9 @@ def _next_event(ws, deadline: float) -> dict | None:
         return None
 
 
-@pytest.fixture
-def runner_process(live_asgi_server, tmp_path):
-    """`python -m gpu_runner serve` for a cpu runner, against the live server; stopped with SIGTERM."""
-    from apps.devices.services import pool_get_or_create, runner_create
-
-    pool, _ = pool_get_or_create(slug="cpu")
-    runner, secret = runner_create(name="e2e-cpu", pool=pool)
-    log_path = tmp_path / "runner.log"
-    log = open(log_path, "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gpu_runner", "serve", "--site", live_asgi_server, "--token", secret,
-         "--loglevel", "info", "--shutdown-grace", "5"],
-        cwd=REPO_ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=log, stderr=subprocess.STDOUT,
-    )
-    process.log_path = log_path  # type: ignore[attr-defined]
-    yield process
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    log.close()
-
-
 @pytest.mark.slow
-def test_it_evaluates_a_submission_end_to_end(live_asgi_server, runner_process, embedded_redis):
+def test_it_evaluates_a_submission_end_to_end(live_asgi_server, runner_process,  # noqa: F811 - imported
+                                              embedded_redis):
     from apps.submissions.services import entrant_create, problem_load_from_file
 
     problem_load_from_file(path=PROBLEM_FILE, hardware=["cpu"])
