@@ -3,7 +3,7 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.devices.models import Runner
+from apps.devices.models import HardwarePool, Runner
 from apps.devices.services import pool_get_or_create, runner_create
 
 
@@ -25,6 +25,12 @@ class Command(BaseCommand):
         if created:
             self.stdout.write(f"Created pool {pool_obj.slug} ({pool_obj.kind}, runs "
                               f"{', '.join(pool_obj.languages)}).")
+        if pool_obj.kind == HardwarePool.KIND_ANE:
+            # A Mac serves an ANE pool with ane_runner (docs/ANE.md), never with gpu_runner.
+            start = ("on the Mac (macOS 15 or later), start it with "
+                     "`python -m ane_runner serve --site URL --token SECRET`")
+        else:
+            start = "start it with `python -m gpu_runner serve --site URL --token SECRET`"
         self.stdout.write(f"Created runner {runner.name} on pool {pool_obj.slug}. Its secret, shown only now "
-                          f"(start it with `python -m gpu_runner serve --site URL --token SECRET`):")
+                          f"({start}):")
         self.stdout.write(secret)
