@@ -18,3 +18,21 @@ def one_json_object(stdout: str) -> dict:
     obj = json.loads(lines[0])
     assert isinstance(obj, dict)
     return obj
+
+
+# The labels of the progress line, in the order an evaluation goes through them.
+PROGRESS_ORDER = ["queued", "starting on a runner", "compiling", "checking correctness", "timing", "done"]
+
+
+def progress_labels(stderr: str) -> list[str]:
+    """The labels of the plain progress lines (`#12 gelu-erf-cpu on cpu: timing  00:41`) on stderr."""
+    return [line.split(": ", 1)[1].rsplit("  ", 1)[0] for line in stderr.splitlines() if line.startswith("#")]
+
+
+def assert_progress_in_order(labels: list[str]) -> None:
+    """A line per change, never back to an earlier stage, ending with done (a short stage may pass unseen
+    between two polls, so which middle stages show depends on the machine)."""
+    assert labels and labels[-1] == "done", labels
+    assert all(label in PROGRESS_ORDER for label in labels), labels
+    positions = [PROGRESS_ORDER.index(label) for label in labels]
+    assert positions == sorted(set(positions)), f"out of order or repeated: {labels}"

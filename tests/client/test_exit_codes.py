@@ -1,28 +1,38 @@
-"""Each verdict has its exit code, so a script or an RL loop can branch on it without parsing."""
+"""Each verdict has its exit code, so a script or an RL loop can branch on it without parsing. The verdicts
+come from real evaluations: the live site, a real cpu runner and the evaluator."""
 
 import pytest
 
-from tests.client.conftest import solution
-from tests.client.helpers import one_json_object, run_cli
-from tests.client.runner_stand_in import play_job
+from tests.client.conftest import COMPILE_ERROR, EVALUATION_TIMEOUT_S, REJECTED, WRONG_ANSWER, solution
+from tests.client.helpers import assert_progress_in_order, one_json_object, progress_labels, run_cli
 
 pytestmark = pytest.mark.slow  # starts the live ASGI server
 
 
-@pytest.mark.parametrize(("verdict", "code"), [("wrong_answer", 1), ("compile_error", 3), ("runtime_error", 3),
-                                               ("timeout", 3), ("rejected", 4)])
-def test_it_exits_with_the_code_of_the_verdict(site, tmp_path, verdict, code):
-    path = tmp_path / "s.py"
-    path.write_text(solution(7))
-    result = {"verdict": verdict, "correct": False, "runtime_us": None, "eager_us": 100.0, "compile_us": 80.0,
-              "speedup_vs_eager": None, "speedup_vs_compile": None, "message": f"why: {verdict}"}
-    runner = play_job(site_url=site["url"], runner_secret=site["runner_secret"], result=result, stage_pause=0.2)
+@pytest.mark.timeout(EVALUATION_TIMEOUT_S + 300)
+@pytest.mark.parametrize(("source", "verdict", "code", "says"), [
+    (WRONG_ANSWER, "wrong_answer", 1, "worst at index"),
+    (COMPILE_ERROR, "compile_error", 3, "kh_gelu_erf_cpu_broken"),
+    (REJECTED, "rejected", 4, "no custom kernel found"),
+], ids=["wrong_answer", "compile_error", "rejected"])
+def test_it_exits_with_the_code_of_the_verdict(site, runner_process, tmp_path, source, verdict, code, says):
+    path = tmp_path / "solution.py"
+    path.write_text(source)
     got, out, err = run_cli("--url", site["url"], "--token", site["token"], "submit", site["problem"], str(path),
-                            "--wait")
-    runner.join(timeout=30)
-    assert not runner.errors, runner.errors
-    assert got == code, err
-    assert f"relu-client on cpu: {verdict}" in out and f"why: {verdict}" in out
+                            "--wait", "--wait-timeout", str(EVALUATION_TIMEOUT_S), "--json")
+    runner_log = runner_process.log_path.read_text(errors="replace")[-4000:]
+    final = one_json_object(out)
+    assert got == code, f"{final}\n{err}\nRunner log:\n{runner_log}"
+    assert final["status"] == "done" and final["verdict"] == verdict and final["runtime_us"] is None
+    assert says in final["message"], final["message"]
+    labels = progress_labels(err)
+    assert_progress_in_order(labels)
+    if verdict == "compile_error":
+        assert "compiling" in labels, labels  # the compiler takes many seconds to refuse it
+
+    # Without --json: the verdict and the evaluator's message, and the same exit code.
+    got, out, _ = run_cli("--url", site["url"], "status", str(final["id"]))
+    assert got == 0 and f"#{final['id']} gelu-erf-cpu on cpu: {verdict}" in out and says in out
 
 
 def test_it_exits_7_when_waiting_gives_up(site, tmp_path):

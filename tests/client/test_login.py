@@ -23,9 +23,9 @@ def test_it_stores_a_checked_login_privately_and_uses_it(site, tmp_path, monkeyp
 
     code, out, _ = run_cli("problems", "--json")
     assert code == 0
-    assert [p["slug"] for p in one_json_object(out)["problems"]] == ["relu-client"]
+    assert [p["slug"] for p in one_json_object(out)["problems"]] == ["gelu-erf-cpu"]
     code, out, _ = run_cli("problems")
-    assert "relu-client" in out and "cpu" in out and out.startswith("PROBLEM")
+    assert "gelu-erf-cpu" in out and "cpu" in out and out.startswith("PROBLEM")
 
     # The environment wins over the stored login.
     monkeypatch.setenv("KERNELHUB_URL", "http://127.0.0.1:9")

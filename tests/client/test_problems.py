@@ -10,12 +10,12 @@ pytestmark = pytest.mark.slow  # starts the live ASGI server
 def test_it_lists_and_filters_the_problems(site):
     code, out, _ = run_cli("--url", site["url"], "problems", "--json")
     problems = one_json_object(out)["problems"]
-    assert code == 0 and [(p["slug"], p["level"], p["hardware"]) for p in problems] == [("relu-client", 1, ["cpu"])]
+    assert code == 0 and [(p["slug"], p["level"], p["hardware"]) for p in problems] == [("gelu-erf-cpu", 1, ["cpu"])]
     code, out, _ = run_cli("--url", site["url"], "problems", "--level", "2", "--json")
     assert code == 0 and one_json_object(out) == {"problems": []}
     code, out, _ = run_cli("--url", site["url"], "problems", "--hardware", "cpu")
     lines = out.splitlines()
     assert lines[0].split() == ["PROBLEM", "LEVEL", "TITLE", "HARDWARE"]
-    assert lines[1].split()[:2] == ["relu-client", "1"] and lines[1].split()[-1] == "cpu"
+    assert lines[1].split()[:2] == ["gelu-erf-cpu", "1"] and lines[1].split()[-1] == "cpu"
     code, out, _ = run_cli("--url", site["url"], "problems", "--level", "3")
     assert code == 0 and "No problems" in out
