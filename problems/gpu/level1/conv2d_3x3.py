@@ -14,7 +14,7 @@ KERNELHUB = {
     "rtol": 0.0003,
 }
 
-BATCH = 32
+BATCH = 64
 C_IN = 64
 C_OUT = 128
 H = 128

@@ -15,7 +15,7 @@ KERNELHUB = {
     "rtol": 0.0003,
 }
 
-BATCH = 32
+BATCH = 96
 C_IN = 64
 C_OUT = 64
 H = 128

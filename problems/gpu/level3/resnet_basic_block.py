@@ -17,7 +17,7 @@ KERNELHUB = {
     "rtol": 0.0003,
 }
 
-BATCH = 32
+BATCH = 128
 CHANNELS = 128
 H = 56
 W = 56
