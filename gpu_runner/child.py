@@ -386,8 +386,12 @@ class Harness:
                 "output_bytes": output_bytes, "perturbable": perturbable}
 
     def _perturb(self, k: int, change) -> None:  # type: ignore[no-untyped-def]
-        """Copy one element of input j of set k over another: a new input, same distribution of values."""
+        """Copy one element of input j of set k over another: a new input, same distribution of values; or, for
+        ["fresh", seed], a whole new set from the problem's get_inputs (timing.FRESH_ONE_IN)."""
         if not change:
+            return
+        if change[0] == "fresh":
+            self.sets[k] = self._make_inputs(int(change[1]))
             return
         j, dst, src = (int(v) for v in change)
         flat = self.sets[k][j].view(-1)
@@ -447,7 +451,10 @@ class Harness:
             out, us = self._timed_call(inputs)
             times.append(us)
             if msg.get("keep", True):
-                self.batch_outputs.append((out, inputs))
+                # Copied as soon as the timer stops: the check sees the output as forward returned it, not as a
+                # thread left running (native, started in the first call) completed it later.
+                tensors, issues, _ = self._flatten(out, inputs)
+                self.batch_outputs.append(([t.clone() for t in tensors], issues))
             del out
         return {"times_us": times}
 
@@ -455,8 +462,7 @@ class Harness:
         saved = {}
         problems: list[str] = []
         for pos in msg["positions"]:
-            out, inputs = self.batch_outputs[int(pos)]
-            tensors, issues, _ = self._flatten(out, inputs)
+            tensors, issues = self.batch_outputs[int(pos)]
             problems += [f"timed call {pos}: {p}" for p in issues]
             if not issues:
                 name = f"{msg['prefix']}{int(pos)}.pt"

@@ -459,7 +459,7 @@ class _Run:
         self.result["stats"] = stats
         self.result["runtime_us"] = stats["median_us"]
         self.result["checks"].update({"timed_calls_checked": t["checked_calls"], "memoization": t["memo"],
-                                      "wall_per_call_us": t["wall_per_call_us"]})
+                                      "fresh_inputs": t["fresh"], "wall_per_call_us": t["wall_per_call_us"]})
         median = stats["median_us"]
         # The perturbed inputs already make memoised results fail the checks; this timing heuristic (noisy on
         # a busy host) decides only where a problem turned the perturbation off.

@@ -24,6 +24,14 @@ BUDGET_S = {"cuda": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "10")),
             "cpu": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "3"))}
 # A repeat call on an input set more than this much faster than the first call on it looks like memoisation.
 MEMO_RATIO = 0.5
+# One timed call in FRESH_ONE_IN (at random, chosen by the parent) first regenerates its input set with the
+# problem's get_inputs and a fresh seed. The other calls see inputs that differ from an earlier call in one
+# element, which a kernel could exploit by recomputing only what changed (memoisation by difference): the
+# outputs are right, the time is not. Such a kernel is slow on the fresh calls; an honest one takes the same
+# time on both, so the calls on reused sets must not be faster than FRESH_RATIO x the fresh calls' median.
+FRESH_ONE_IN = 4
+FRESH_RATIO = 0.75
+FRESH_MIN_CALLS = 5
 
 
 def summarize(times_us: list[float]) -> dict[str, Any]:
@@ -75,25 +83,32 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     For the solution, check_batch(positions, order, perturb) checks a sample of each batch (it raises to stop
     with a verdict), and with `perturbable` ([input index, numel] pairs) every timed call first copies one
     random element of an input over another: no two timed calls see the same inputs, so a result memoised
-    by pointer, shape or content is stale, and the checked calls catch it.
-    Returns {"times_us", "stats", "checked_calls", "memo", "wall_per_call_us"}.
+    by pointer, shape or content is stale, and the checked calls catch it. One call in FRESH_ONE_IN instead
+    regenerates its set from a fresh seed (a change ["fresh", seed]), which defeats recomputing only what
+    changed; for the solution, calls on reused sets much faster than fresh ones are rejected (`memoization`).
+    Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us"}.
     """
     rng = random.SystemRandom()
     session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
     times: list[float] = []
     first_seen: dict[int, float] = {}
     repeats: list[float] = []
+    fresh_times: list[float] = []
+    reused_times: list[float] = []
     checked = 0
     budget_end = time.monotonic() + BUDGET_S[device]
     batch = 10
     while True:
         order = [rng.randrange(n_sets) for _ in range(batch)]
-        perturb = None
-        if perturbable:
-            perturb = []
-            for _ in order:
+        perturb: list[Any] = []
+        for _ in order:
+            if rng.randrange(FRESH_ONE_IN) == 0:
+                perturb.append(["fresh", rng.randrange(1 << 31)])
+            elif perturbable:
                 j, numel = perturbable[rng.randrange(len(perturbable))]
                 perturb.append([j, rng.randrange(numel), rng.randrange(numel)])
+            else:
+                perturb.append(None)
         t0 = time.perf_counter()
         reply = session.request("time_batch", order=order, keep=check_batch is not None, perturb=perturb)
         wall = time.perf_counter() - t0
@@ -109,6 +124,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             positions = sorted(rng.sample(range(len(order)), k=max(1, len(order) // 3)))
             check_batch(positions, order, perturb)
             checked += len(positions)
+        for change, t in zip(perturb, batch_times, strict=True):
+            (fresh_times if change and change[0] == "fresh" else reused_times).append(t)
         for k, t in zip(order, batch_times, strict=True):
             if k in first_seen:
                 repeats.append(t)
@@ -135,5 +152,17 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         rep_med = statistics.median(repeats)
         memo = {"first_call_median_us": first_med, "repeat_median_us": rep_med,
                 "suspicious": len(first_seen) >= 3 and rep_med < MEMO_RATIO * first_med}
+    fresh = None
+    if len(fresh_times) >= FRESH_MIN_CALLS and len(reused_times) >= FRESH_MIN_CALLS:
+        fresh_med, reused_med = statistics.median(fresh_times), statistics.median(reused_times)
+        fresh = {"fresh_calls": len(fresh_times), "fresh_median_us": fresh_med, "reused_median_us": reused_med,
+                 "ok": reused_med >= FRESH_RATIO * fresh_med}
+        if not fresh["ok"] and check_batch is not None:
+            raise TimingRejected(
+                "memoization",
+                f"calls on inputs that differ from an earlier call in one element took {reused_med:.1f} us (median), "
+                f"calls on freshly generated inputs {fresh_med:.1f} us: the kernel reuses work from earlier calls. "
+                "Compute every output from its inputs on every call",
+            )
     return {"times_us": times, "stats": summarize(times), "checked_calls": checked, "memo": memo,
-            "wall_per_call_us": wall_per_call_us}
+            "fresh": fresh, "wall_per_call_us": wall_per_call_us}
