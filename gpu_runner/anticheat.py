@@ -106,6 +106,9 @@ FORBIDDEN_ATTRS = {
     "torch._C._get_dispatch_mode": "probing the evaluator's op guard",
     "torch._C._get_dispatch_stack_at": "probing the evaluator's op guard",
     "torch.ops.aten": "calling torch's own kernels",
+    "torch._C.TensorBase": "calling tensor methods around the evaluator's guards",
+    "torch._C._TensorBase": "calling tensor methods around the evaluator's guards",
+    "torch._C._to_dlpack": "handing tensors to another array library",
     "torch.overrides": "torch function overrides",
 }
 # Builtins whose calls hide what the code does or reach the harness.
@@ -132,8 +135,14 @@ NATIVE_PATTERNS = [
                 r"set|current_device|device_count)[a-z_]+\s*\("),
      "calls a torch kernel for one backend directly instead of your own"),
     (re.compile(r"\bExcludeDispatchKeyGuard|\bIncludeDispatchKeyGuard|\bAutoDispatchBelow|\bDispatchKeySet"
-                r"|\bredispatch\b|\bc10::Dispatcher\b|\bfindSchema"),
+                r"|\bredispatch\b|\bc10::Dispatcher\b|\bfindSchema|\bForceDispatchKeyGuard|\btls_set_dispatch_key_\w+"
+                r"|\b_?force_tls_local_dispatch_key_set\b|\btls_local_dispatch_key_set\b|\bDispatchKey::Python\w*"
+                r"|\bat::_ops::"),
      "changes torch's dispatch from C++ (this turns off the evaluator's op guard)"),
+    (re.compile(r"\bhas(?:ThreadLocal|Global)?Callbacks\b|\bisRecordFunctionEnabled\b|\bRecordFunction\w*"
+                r"|\badd(?:ThreadLocal|Global)Callback\b|\bATen/record_function\.h|\bautograd::profiler\b"
+                r"|\btorch/csrc/(?:autograd/)?profiler"),
+     "probes or changes torch's op recorder from C++ (the evaluator records the ops a forward runs)"),
     (re.compile(r"\bat::(?:matmul|mm|bmm|addmm|baddbmm|linear|conv\w*|relu|gelu|softmax|log_softmax|"
                 r"layer_norm|batch_norm|group_norm|sum|mean|max|min|exp|tanh|sigmoid|einsum|matmul_out|mm_out|"
                 r"cudnn_\w+|_scaled_mm)\s*\(|\btorch::(?:matmul|mm|bmm|addmm|linear|conv\w*|relu|gelu|softmax|"
@@ -314,6 +323,12 @@ def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
             if fn in FORBIDDEN_CALLS and fn not in al.names:
                 findings.append(_finding("forbidden_call", f"line {node.lineno}: {fn}() ({FORBIDDEN_CALLS[fn]}); "
                                          "remove it"))
+            if fn == "super" and node.args and not (isinstance(node.args[0], ast.Name) and node.args[0].id in classes):
+                findings.append(_finding(
+                    "forbidden_call",
+                    f"line {node.lineno}: super() with a class that is not one of yours reaches another class's "
+                    "methods around the evaluator's guards; use super() inside your own classes",
+                ))
             if fn in {"setattr", "getattr", "delattr"} and node.args:
                 target = _dotted(node.args[0])
                 if target and _expand(target, al.names).split(".")[0] in PROTECTED_ROOTS:
@@ -357,16 +372,44 @@ def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
             if name.split(".")[-1] in {"load_inline", "load"}:
                 findings += _build_call_findings(node)
 
-    # 6. native source in strings (C++/CUDA passed to load_inline)
+    # 6. native source in strings (C++/CUDA passed to load_inline), as written and with its own macros expanded
     for text in _string_constants(tree):
         if len(text) < 20:
             continue
+        expanded = _macro_expanded(text)
+        if expanded is None and "##" in text:
+            findings.append(_finding("native_escape", "kernel source pastes tokens (##) in a way the pre-screen "
+                                     "cannot expand; write the names out"))
         for pattern, why in NATIVE_PATTERNS:
-            m = pattern.search(text)
+            m = pattern.search(text) or (pattern.search(expanded) if expanded else None)
             if m:
                 findings.append(_finding("native_escape", f"kernel source {why} (found {m.group(0).strip()!r}); "
                                          "write the computation in your own kernel"))
     return findings
+
+
+# Directives left out before expanding a kernel source's own macros: headers (not read: the rules judge the
+# solution's text, and the pre-screen reads no files) and conditionals (every branch is kept, so a name pasted
+# together in a branch that only the real build takes is still seen).
+_DROPPED_DIRECTIVES = re.compile(r"^[ \t]*#[ \t]*(?:include|include_next|import|embed|if|ifdef|ifndef|elif|elifdef|"
+                                 r"elifndef|else|endif|line|pragma|error|warning)\b.*$", re.MULTILINE)
+
+
+def _macro_expanded(text: str) -> str | None:
+    """The source with its own macros expanded by the C preprocessor, so that names built by token pasting
+    (`std::CAT(thr, ead)`) meet the native rules; None for a source without macros, or when the expansion
+    fails. Best effort: a preprocessor trick can still hide a name, the runtime guards see what it does."""
+    if "##" not in text and not re.search(r"#[ \t]*define\b", text):
+        return None
+    import subprocess
+
+    try:
+        proc = subprocess.run(["cpp", "-P", "-undef", "-nostdinc", "-w", "-x", "c++", "-"],
+                              input=_DROPPED_DIRECTIVES.sub("", text), capture_output=True, text=True, timeout=20,
+                              cwd="/", env={"PATH": "/usr/bin:/bin:/usr/local/bin", "LANG": "C"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
 
 
 _kernelguard_configured = False

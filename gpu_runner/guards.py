@@ -539,6 +539,43 @@ class _BlockTorchCompute(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+# Ways a host tensor's data is handed to another array library (numpy, and through it scipy, BLAS), where the
+# op guard cannot see the work: blocked during forward. (CUDA tensors stay allowed: CuPy kernels take them.)
+_HOST_EXPORTS: list[tuple[str, str]] = [
+    ("torch.Tensor", "numpy"), ("torch.Tensor", "__array__"), ("torch.Tensor", "__dlpack__"),
+    ("torch", "to_dlpack"), ("torch.utils.dlpack", "to_dlpack"), ("torch._C", "_to_dlpack"), ("torch.Tensor", "tolist"),
+]
+# tolist() of a few values (lengths, shapes) is honest; of a whole operand it is data leaving for numpy or Python.
+_TOLIST_MAX = 4096
+
+
+def _guard_host_export(name: str, function: Any) -> Any:
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if (_in_forward and args and isinstance(args[0], torch.Tensor) and args[0].device.type == "cpu"
+                and not (name.endswith("tolist") and args[0].numel() <= _TOLIST_MAX)
+                and not _trusted_now(_TRUSTED_IN_FORWARD, skip=_TORCH_DIR)):
+            raise _violation(
+                "library_fallback",
+                f"the forward handed a tensor to another array library ({name}); numpy, scipy and BLAS doing the "
+                "work are fallbacks like torch's own ops: compute in your own kernel",
+            )
+        return function(*args, **kwargs)
+
+    guarded.__name__ = getattr(function, "__name__", name.rsplit(".", 1)[-1])
+    guarded.__doc__ = getattr(function, "__doc__", None)
+    return guarded
+
+
+def _install_host_export_guards() -> None:
+    import torch.utils.dlpack  # noqa: F401  (so that its to_dlpack is there to wrap)
+
+    for owner, attr in _HOST_EXPORTS:
+        holder = _resolve(owner)
+        function = _lookup(holder, attr) if holder is not None else _MISSING
+        if function is not _MISSING and callable(function):
+            setattr(holder, attr, _guard_host_export(f"{owner}.{attr}", function))
+
+
 def _fallback_detail(op: str) -> str:
     return (
         f"the forward ran the torch op {op}; a solution must compute in its own kernel (torch.nn.functional, "
@@ -571,6 +608,7 @@ def install_process_guards() -> None:
             torch.empty(1)
     except Exception as exc:  # noqa: BLE001 - the dispatch mode still guards; say why the record is off
         _profiler_failed.append(f"{type(exc).__name__}: {exc}")
+    _install_host_export_guards()
     _watched = _snapshot_watched()
     for name, read in _PRECISION_SETTINGS.items():
         try:
