@@ -358,6 +358,12 @@ class Harness:
             tensors.append(t)
         return tensors, problems, structure
 
+    def _fingerprints(self, out, inputs: list) -> list[int]:  # type: ignore[no-untyped-def]
+        """A sum of the bytes of each output tensor: enough to see that an output changed after the call."""
+        tensors, _, _ = self._flatten(out, inputs)
+        return [int(self.torch.sum(t.detach().contiguous().view(-1).view(self.torch.uint8), dtype=self.torch.int64))
+                for t in tensors]
+
     def _save(self, tensors: list, name: str) -> None:
         if "/" in name or name.startswith("."):
             raise HarnessError("internal", "bad file name")
@@ -451,10 +457,9 @@ class Harness:
             out, us = self._timed_call(inputs)
             times.append(us)
             if msg.get("keep", True):
-                # Copied as soon as the timer stops: the check sees the output as forward returned it, not as a
-                # thread left running (native, started in the first call) completed it later.
-                tensors, issues, _ = self._flatten(out, inputs)
-                self.batch_outputs.append(([t.clone() for t in tensors], issues))
+                # Fingerprinted as soon as the timer stops: an output still being written by a thread left running,
+                # or the same memory returned again by a later call, no longer matches when it is saved.
+                self.batch_outputs.append((out, inputs, self._fingerprints(out, inputs)))
             del out
         return {"times_us": times}
 
@@ -462,7 +467,12 @@ class Harness:
         saved = {}
         problems: list[str] = []
         for pos in msg["positions"]:
-            tensors, issues = self.batch_outputs[int(pos)]
+            out, inputs, prints = self.batch_outputs[int(pos)]
+            tensors, issues, _ = self._flatten(out, inputs)
+            if not issues and self._fingerprints(out, inputs) != prints:
+                issues.append("its output changed after forward returned (work still running after the call, or the "
+                              "same memory returned again by a later call): finish the output inside forward and "
+                              "return a new tensor on every call")
             problems += [f"timed call {pos}: {p}" for p in issues]
             if not issues:
                 name = f"{msg['prefix']}{int(pos)}.pt"

@@ -392,6 +392,8 @@ class _Run:
         if problems:
             text = "; ".join(str(p)[:300] for p in problems[:3])
             rule = "output_aliases_input" if "shares memory" in text else "output_not_plain_tensor"
+            if "changed after forward returned" in text:
+                rule = "output_changed_after_return"
             raise Verdict("rejected", f"rule {rule} broken, {where}: {text}", rule)
 
     def _trials(self, sol: Session) -> None:
