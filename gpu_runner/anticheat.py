@@ -160,7 +160,7 @@ NATIVE_PATTERNS = [
      "makes a system call an honest kernel has no use for (files, processes, network, environment)"),
     (re.compile(r"#\s*(?:include|embed)\s*[<\"](?:/|\.\./)|#\s*embed\b|\.incbin\b"),
      "includes a file by absolute or parent path (reads files outside your sources at build time)"),
-    (re.compile(r"\bpthread_create\b|\bstd::thread\b|\bstd::async\b|\bstd::jthread\b"),
+    (re.compile(r"\bpthread_create\b|\bstd::thread\b|\bstd::async\b|\bstd::jthread\b|\bat::(?:launch|intraop_launch)\b"),
      "starts threads by hand (use OpenMP parallel loops, which end before your function returns)"),
     (re.compile(r"\bstatic\s+(?:at|torch)::Tensor\b|\bstatic\s+std::(?:unordered_)?map\b"),
      "keeps tensors in static storage across calls (results must be computed on each call)"),
