@@ -18,7 +18,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from apps.devices.models import HardwarePool
-from apps.leaderboard import plots, selectors
+from apps.leaderboard import ane, plots, selectors
 from apps.leaderboard.reported import reported_table
 from apps.leaderboard.services import entrant_ban, submission_moderate
 from apps.submissions.models import Entrant, Problem, Submission
@@ -95,6 +95,12 @@ def _board_page_data(pool: str, level: int | None, p: float) -> dict[str, Any]:
 
 def board(request: HttpRequest, pool: str) -> HttpResponse:
     hw = _pool(pool)
+    if hw.kind == HardwarePool.KIND_ANE:
+        # Other columns: speedup over Core ML's default conversion, TFLOPS, work placed on the Neural Engine.
+        return render(request, "leaderboard/ane_board.html", {
+            "pool": hw, "pools": _pools(), **ane.ane_board(pool=hw.slug),
+            "runners": hw.runners.filter(is_disabled=False).count(),
+        })
     try:
         level, p = _level(request), _p(request)
     except BadParameter as e:
