@@ -13,6 +13,7 @@ Never raises for anything the solution does; raises ValueError for a malformed p
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -22,11 +23,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gpu_runner import baselines, builds, correctness, formats, limits, sandbox, sysinfo, timing
+from gpu_runner import baselines, builds, correctness, formats, gpulock, limits, sandbox, sysinfo, timing
 from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError, load_tensors
 
 VERDICTS = ("accepted", "wrong_answer", "compile_error", "runtime_error", "timeout", "rejected")
@@ -84,6 +85,7 @@ class Session:
         self.started = time.monotonic()
         self.wall_limit = limits_.wall_s
         self.build_seconds = 0.0
+        self.lock_wait_s = 0.0  # spent by the parent waiting for the host's GPU lock: not the child's time
 
     def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
         channel = self.child.channel
@@ -93,7 +95,7 @@ class Session:
             raise _ChildGone(self.child.exit_description(), False) from None
         deadline = time.monotonic() + (timeout or _step_timeout())
         # The child's whole life is bounded too (build time excluded): a slow drip of answers ends as well.
-        life_end = self.started + self.build_seconds + self.wall_limit
+        life_end = self.started + self.build_seconds + self.lock_wait_s + self.wall_limit
         while True:
             try:
                 msg = channel.recv(deadline=min(deadline, life_end))
@@ -228,6 +230,25 @@ class _Run:
             self.ref_thread.join(swallow=True)  # its child is gone: it ends at once
         if escaped:
             self.result["isolation"]["killed_escaped_processes"] = len(escaped)
+
+    @contextlib.contextmanager
+    def _device_lock(self, phase: str) -> Iterator[None]:
+        """Hold the host-wide lock of this device while `phase` times (gpulock.py); the wait is recorded, and
+        counts against no child's deadline."""
+        holds: list[gpulock.Hold] = []
+        try:
+            with gpulock.held(self.device, phase=phase) as hold:
+                holds.append(hold)
+                for s in self.sessions:
+                    s.lock_wait_s += hold.waited_s
+                yield
+        except gpulock.GpuLockTimeout as e:
+            raise EvaluatorError(str(e)) from None
+        finally:
+            for h in holds:  # wall-clock times, comparable across the evaluations of a host
+                self.result["checks"].setdefault("device_lock", []).append({
+                    "phase": phase, "device": h.device, "waited_s": round(h.waited_s, 3),
+                    "held_from": round(h.acquired_at, 4), "held_until": round(h.released_at or 0.0, 4)})
 
     def _session(self, role: str, on_build: Callable[[Any], dict[str, Any]] | None = None) -> Session:
         s = Session(role, device=self.device, limits_=_limits(self.device), on_build=on_build)
@@ -453,8 +474,9 @@ class _Run:
                 (sol.workdir / files[str(pos)]).unlink(missing_ok=True)
 
         try:
-            t = timing.run_timing(_UntrustedTiming(self, sol), device=self.device, n_sets=self.n_sets,
-                                  check_batch=check_batch, perturbable=self.perturbable)
+            with self._device_lock("solution"):
+                t = timing.run_timing(_UntrustedTiming(self, sol), device=self.device, n_sets=self.n_sets,
+                                      check_batch=check_batch, perturbable=self.perturbable)
         except timing.TimingRejected as e:
             raise Verdict("rejected", f"rule {e.rule} broken: {e.message}", e.rule) from None
         stats = t["stats"]
@@ -492,7 +514,8 @@ class _Run:
         if self.bandwidth is None and self.reference is not None:
             # Measured once per device model, by the trusted child, while nothing else of ours runs.
             nbytes = (1 << 30) if self.device == "cuda" else (64 << 20)
-            bw = float(self._trusted(self.reference, "calibrate", bytes=nbytes)["bytes_per_s"])
+            with self._device_lock("calibration"):
+                bw = float(self._trusted(self.reference, "calibrate", bytes=nbytes)["bytes_per_s"])
             limits.store_bandwidth(self.device_model, bw, f"best of 10 copies of {nbytes} bytes")
             self.bandwidth = bw
         sol_check = limits.check(self.device, median, limits.least_bytes(self.input_bytes, self.output_bytes),
@@ -533,7 +556,11 @@ class _Run:
                 self._trusted(session, "load", timeout=_load_timeout(), **self._load_fields("compile"))
                 self._trusted(session, "prepare_timing", seeds=self.set_seeds)
             assert session is not None
-            t = timing.run_timing(_TrustedTiming(self, session), device=self.device, n_sets=self.n_sets)
+            if mode == "compile":
+                # torch.compile compiles on the first call: before the device lock, not while holding it.
+                self._trusted(session, "warmup", timeout=_load_timeout(), calls=1, max_s=1.0)
+            with self._device_lock(f"baseline {mode}"):
+                t = timing.run_timing(_TrustedTiming(self, session), device=self.device, n_sets=self.n_sets)
             stats = {**t["stats"], "device": self.device_model}
             return {k: v for k, v in stats.items() if not (isinstance(v, float) and math.isnan(v))}
         except (EvaluatorError, timing.TimingRejected) as e:
