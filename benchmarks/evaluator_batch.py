@@ -1,7 +1,9 @@
 """(b) Throughput of a batch of solutions on one GPU host, and the GPU's idle fraction.
 
 Runs every example of a track through `evaluate()` with C concurrent evaluations: builds (CPU cores) overlap
-with other evaluations' GPU work. NVML's utilisation counter (share of time a kernel was running) is sampled
+with other evaluations' GPU work, while the host-wide device lock (gpu_runner/gpulock.py) lets only one of them
+time on the GPU at a time. Each result says how long it waited for the lock; each pass, the total wait and
+whether any two locked phases overlapped (they must not). NVML's utilisation counter (share of time a kernel was running) is sampled
 every 100 ms over the whole batch. Target (issue 2): GPU busy >= 80% of the wall time once builds are cached,
 so the script runs the batch twice: a cold pass (builds happen) and a warm pass (builds cached, baselines cached).
 
@@ -50,12 +52,16 @@ def run_pass(items, device: str, concurrency: int) -> dict:
         r = evaluate(problem.read_text(), solution.read_text(), device=device)
         return {"problem": problem.stem, "verdict": r.get("verdict"), "runtime_us": r.get("runtime_us"),
                 "eager_us": r.get("eager_us"), "speedup_vs_eager": r.get("speedup_vs_eager"),
-                "wall_s": round(time.perf_counter() - s, 2), "message": (r.get("message") or "")[:300]}
+                "wall_s": round(time.perf_counter() - s, 2), "message": (r.get("message") or "")[:300],
+                "device_lock": r.get("checks", {}).get("device_lock", [])}
 
     with ThreadPoolExecutor(concurrency) as pool:
         results = list(pool.map(one, items))
     wall = time.perf_counter() - t0
+    held = sorted((h["held_from"], h["held_until"]) for r in results for h in r["device_lock"])
     out = {"wall_s": round(wall, 1), "evaluations": len(items), "per_hour": round(3600 * len(items) / wall, 1),
+           "lock_wait_s": round(sum(h["waited_s"] for r in results for h in r["device_lock"]), 1),
+           "locked_phases_overlapped": any(b[0] < a[1] for a, b in zip(held, held[1:], strict=False)),
            "results": results}
     if sampler:
         sampler.stop.set()
