@@ -10,7 +10,8 @@ from django.utils import timezone
 from apps.submissions.models import Evaluation, Problem, Submission
 
 # Parts of an evaluator result that can quote the solution's source (compiler output, logs).
-SOURCE_REVEALING_KEYS = ("log", "compile_log", "build_log", "stderr", "stdout")
+# `validation`: the ANE validator's report on a solution that never reached a Mac describes its graph op by op.
+SOURCE_REVEALING_KEYS = ("log", "compile_log", "build_log", "stderr", "stdout", "validation")
 
 
 def problem_list(*, pool: str | None = None, level: int | None = None) -> QuerySet[Problem]:

@@ -78,6 +78,11 @@ def test_it_rejects_an_ineligible_package_at_once_with_the_issues(
     body = api(alice.token).get(f"/api/v1/submissions/{submission_id}/").json()
     assert (body["status"], body["verdict"]) == ("done", "rejected")
     assert "[unsupported_op] gather" in body["message"]
+    assert body["statistics"]["validation"]["issues"]
+    # Anyone else sees the verdict, not the issues or the report: they describe the private graph.
+    public = api().get(f"/api/v1/submissions/{submission_id}/").json()
+    assert public["verdict"] == "rejected" and "gather" not in public["message"]
+    assert "validation" not in public["statistics"] and "gather" not in str(public["statistics"])
 
 
 def test_a_zip_that_is_no_package_is_a_compile_error(
