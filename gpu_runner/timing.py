@@ -24,7 +24,8 @@ BUDGET_S = {"cuda": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "10")),
             "cpu": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "3"))}
 # A repeat call on an input set more than this much faster than the first call on it looks like memoisation.
 MEMO_RATIO = 0.5
-# One timed call in FRESH_ONE_IN (at random, chosen by the parent) first regenerates its input set with the
+# One timed call in FRESH_ONE_IN (a quarter of each batch, rounded up, at random positions chosen by the parent:
+# the first two batches hold at least FRESH_MIN_CALLS of them) first regenerates its input set with the
 # problem's get_inputs and a fresh seed. The other calls see inputs that differ from an earlier call in one
 # element, which a kernel could exploit by recomputing only what changed (memoisation by difference): the
 # outputs are right, the time is not. Such a kernel is slow on the fresh calls; an honest one takes the same
@@ -101,8 +102,9 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     while True:
         order = [rng.randrange(n_sets) for _ in range(batch)]
         perturb: list[Any] = []
-        for _ in order:
-            if rng.randrange(FRESH_ONE_IN) == 0:
+        fresh_positions = set(rng.sample(range(batch), k=-(-batch // FRESH_ONE_IN)))
+        for pos in range(batch):
+            if pos in fresh_positions:
                 perturb.append(["fresh", rng.randrange(1 << 31)])
             elif perturbable:
                 j, numel = perturbable[rng.randrange(len(perturbable))]
