@@ -424,8 +424,11 @@ def _drop_capabilities(libc: Any) -> None:
 
 
 def _needed_paths() -> list[str]:
-    """The directories the child's Python needs: its interpreter, its prefixes and sys.path."""
-    wanted = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable), *sys.path}
+    """The directories the child needs: its interpreter, its prefixes, sys.path, the CUDA toolkit and the
+    libraries it was told to load (a conda install or a toolkit in the runner's home stays reachable)."""
+    wanted = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable), *sys.path,
+              os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""),
+              *os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)}
     return sorted({os.path.realpath(p) for p in wanted if p and os.path.isdir(p)})
 
 
