@@ -95,14 +95,14 @@ def ane_board(*, pool: str) -> dict[str, Any]:
         k = (r["submission__entrant_id"], r["submission__problem_id"])
         if k not in best or (r["runtime_us"], r["id"]) < (best[k]["runtime_us"], best[k]["id"]):
             best[k] = r
-    entrants = {e.id: e for e in Entrant.objects.filter(id__in={eid for eid, _ in best})}
+    entrants = {e.pk: e for e in Entrant.objects.filter(id__in={eid for eid, _ in best})}
 
     by_problem: dict[int, list[AneEntry]] = defaultdict(list)
     by_entrant: dict[int, list[AneEntry]] = defaultdict(list)
     for (eid, pid), r in best.items():
-        result = r["result"] if isinstance(r["result"], dict) else {}
-        placement = result.get("placement") if isinstance(result.get("placement"), dict) else {}
-        system = result.get("system") if isinstance(result.get("system"), dict) else {}
+        result: dict[str, Any] = r["result"] if isinstance(r["result"], dict) else {}
+        placement: dict[str, Any] = result["placement"] if isinstance(result.get("placement"), dict) else {}
+        system: dict[str, Any] = result["system"] if isinstance(result.get("system"), dict) else {}
         entrant, problem = entrants[eid], suite[pid]
         entry = AneEntry(
             problem_slug=problem.slug, problem_title=problem.title, entrant=entrant.name,

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -97,6 +98,9 @@ class ProblemDetailApi(APIView):
         starter_language = serializers.CharField()
         starter_template = serializers.CharField(help_text="A ModelNew skeleton with the right signatures.")
         updated_at = serializers.DateTimeField()
+        ane = serializers.DictField(allow_null=True, help_text=(
+            "On an ANE pool: weights_url (the reference weights a package embeds, .npz), digest of the reference "
+            "outputs, weights_seed, input_seed, atol, rtol (or error). Null elsewhere."))
 
     @extend_schema(
         summary="A problem, with its reference source and a starter template",
@@ -119,8 +123,16 @@ class ProblemDetailApi(APIView):
             "starter_language": language,
             "starter_template": starter_source(reference_source=problem.source, language=language),
             "updated_at": problem.updated_at,
+            "ane": _problem_ane(problem),
         }
         return Response(self.OutputSerializer(data).data)
+
+
+def _problem_ane(problem: Problem) -> dict[str, Any] | None:
+    panel = ane.problem_ane_panel(problem=problem, pools=list(problem.pools.all()))
+    if panel is None or "error" in panel:
+        return panel
+    return panel | {"weights_url": reverse("problem-ane-weights", args=[problem.slug])}
 
 
 # --- Submissions -------------------------------------------------------------------------------------

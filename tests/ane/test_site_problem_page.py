@@ -32,9 +32,19 @@ def test_the_weights_download_is_the_seeded_state_dict(ane_problem, client):
         np.testing.assert_array_equal(weights[key], value)
 
 
-def test_a_problem_on_no_ane_pool_has_no_weights(ane_problem, client):
+def test_a_problem_on_no_ane_pool_has_no_weights(ane_problem, client, api):
     from apps.devices.services import pool_get_or_create
 
     ane_problem.pools.set([pool_get_or_create(slug="cpu")[0]])
     assert client.get("/problems/pointwise-conv-relu-ane/ane-weights.npz").status_code == 404
     assert 'id="ane-reference"' not in client.get("/problems/pointwise-conv-relu-ane/").content.decode()
+    assert api().get("/api/v1/problems/pointwise-conv-relu-ane/").json()["ane"] is None
+
+
+def test_the_problem_api_gives_agents_the_weights_url_and_digest(ane_problem, client, api):
+    body = api().get("/api/v1/problems/pointwise-conv-relu-ane/").json()
+    assert body["ane"]["weights_url"] == "/problems/pointwise-conv-relu-ane/ane-weights.npz"
+    page = client.get("/problems/pointwise-conv-relu-ane/").content.decode()
+    assert f'id="ane-digest">{body["ane"]["digest"]}<' in page
+    assert (body["ane"]["weights_seed"], body["ane"]["input_seed"]) == (0, 1)
+    assert client.get(body["ane"]["weights_url"]).status_code == 200
