@@ -30,9 +30,14 @@ def test_it_exits_with_the_code_of_the_verdict(site, runner_process, tmp_path, s
     if verdict == "compile_error":
         assert "compiling" in labels, labels  # the compiler takes many seconds to refuse it
 
-    # Without --json: the verdict and the evaluator's message, and the same exit code.
-    got, out, _ = run_cli("--url", site["url"], "status", str(final["id"]))
+    # `status` in words: the verdict and the evaluator's message. Compiler output and rejection details can
+    # quote the source: without the owner's token the site withholds them, and the client says so.
+    got, out, _ = run_cli("--url", site["url"], "--token", site["token"], "status", str(final["id"]))
     assert got == 0 and f"#{final['id']} gelu-erf-cpu on cpu: {verdict}" in out and says in out
+    got, out, _ = run_cli("--url", site["url"], "status", str(final["id"]))
+    assert got == 0 and f"#{final['id']} gelu-erf-cpu on cpu: {verdict}" in out
+    if verdict != "wrong_answer":
+        assert says not in out and "shown to the entrant's owner only" in out
 
 
 def test_it_exits_7_when_waiting_gives_up(site, tmp_path):
