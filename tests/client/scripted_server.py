@@ -1,6 +1,7 @@
 """A tiny HTTP server of the tests' own that answers from a script, to drive the client's retry paths.
 
-It stands in for an overloaded or rate-limiting site (429, 503), which the real site does not produce on cue.
+It stands in for a failing site (502, 503, with or without Retry-After), which the real site does not produce
+on cue; 429 comes from the real site's rate limit (test_rate_limit.py).
 """
 
 import json
