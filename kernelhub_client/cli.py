@@ -14,6 +14,7 @@ Exit codes, for scripts and agents (the same table is in docs/CLIENT.md):
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import sys
 import time
@@ -115,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("submit", "submit a solution file for a problem")
     p.add_argument("problem", metavar="PROBLEM", help="problem slug, e.g. l1-19-relu")
-    p.add_argument("file", metavar="FILE", help="solution file (KernelBench format, class ModelNew), or - for stdin")
+    p.add_argument("file", metavar="FILE", help="solution file (KernelBench format, class ModelNew), a zipped .mlpackage "
+                   "(.zip, ANE pools), or - for stdin")
     p.add_argument("--hardware", metavar="POOL", help="hardware pool, e.g. cpu or h200 (default: the site's)")
     p.add_argument("--language", choices=["cpp", "cuda", "triton", "cupy", "coreml"],
                    help="default: detected from the source")
@@ -330,6 +332,9 @@ def _read_source(name: str) -> str:
         return sys.stdin.read()
     path = Path(name)
     try:
+        if path.suffix.lower() == ".zip":
+            # A zipped Core ML .mlpackage (an ANE pool): the site takes it as `base64:<zip>`.
+            return "base64:" + base64.b64encode(path.read_bytes()).decode("ascii")
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"No such file: {name}") from None
