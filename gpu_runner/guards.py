@@ -200,6 +200,7 @@ _cwd = ""
 _pid = 0
 _private_roots_cache: list[str] = []
 _profiler_failed: list[str] = []  # why torch's profiler could not start here, if it could not
+_itt_failed: list[str] = []  # why the ITT decoy could not start here, if it could not
 _real_start_new_thread = _thread.start_new_thread
 
 
@@ -662,10 +663,19 @@ def forward_guard(policy: dict) -> Iterator[None]:
     mode = _BlockTorchCompute(allowed) if block else None
     stack_depth = torch._C._len_torch_dispatch_stack()
     profiler = torch.autograd.profiler.profile(use_kineto=False) if record and not _profiler_failed else None
+    # On calls the record skips, ITT ranges (a few microseconds per op) keep RecordFunction callbacks installed
+    # too: native code that asks whether any are (to run torch ops only when nobody records) gets the same
+    # answer on every call.
+    decoy = torch.autograd.profiler.emit_itt() if profiler is None and block and _itt_decoy_ok() else None
     try:
         with contextlib.ExitStack() as stack:
             if profiler is not None:
                 stack.enter_context(profiler)
+            if decoy is not None:
+                try:
+                    stack.enter_context(decoy)
+                except Exception as exc:  # noqa: BLE001 - the record's sampling is then visible; say why
+                    _itt_failed.append(f"{type(exc).__name__}: {exc}")
             if mode is not None:
                 stack.enter_context(mode)
             _in_forward += 1
@@ -688,6 +698,16 @@ def forward_guard(policy: dict) -> Iterator[None]:
             _check_profiled_ops(profiler, allowed | (mode.library_ops if mode is not None else set()))
         _forward_calls += 1
         _after_forward(policy, native_before)
+
+
+def _itt_decoy_ok() -> bool:
+    if _itt_failed:
+        return False
+    try:
+        return bool(torch.profiler.itt.is_available())
+    except Exception as exc:  # noqa: BLE001 - a build without ITT: the sampling stays visible to native code
+        _itt_failed.append(f"{type(exc).__name__}: {exc}")
+        return False
 
 
 def _check_profiled_ops(profiler: Any, allowed: frozenset[str]) -> None:
