@@ -171,8 +171,9 @@ class SubmissionOutput(serializers.Serializer):
                                          "submitted; this is the existing submission.")
 
 
-def _submission_data(submission: Submission, user: Any) -> dict[str, Any]:
-    evaluation = selectors.submission_latest_evaluation(submission=submission)
+def _submission_data(submission: Submission, user: Any, latest: Evaluation | None = None) -> dict[str, Any]:
+    """`latest`: the submission's latest evaluation where the caller has it (a POST), else it is read."""
+    evaluation = latest or selectors.submission_latest_evaluation(submission=submission)
     visible = selectors.submission_source_visible(submission=submission, user=user)
     hidden_message = evaluation is not None and not selectors.evaluation_message_visible(
         evaluation=evaluation, source_visible=visible)
@@ -304,11 +305,11 @@ class SubmissionListCreateApi(APIView):
         source = data["source"]
         if data.get("package") is not None:
             source = _package_upload_source(data["package"], source)
-        submission, _evaluation, created = services.submission_create(
+        submission, evaluation, created = services.submission_create(
             entrant=entrant, problem_slug=data["problem"], source=source,
             language=data.get("language") or None, hardware=data.get("hardware") or None, rerun=data["rerun"],
         )
-        body = _submission_data(submission, request.user) | {"duplicate": not created}
+        body = _submission_data(submission, request.user, latest=evaluation) | {"duplicate": not created}
         return Response(SubmissionOutput(body).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

@@ -189,6 +189,8 @@ class Evaluation(models.Model):
             models.Index(fields=["status", "last_progress_at"], name="evaluation_status_progress"),
             # Leaderboards: accepted results per submission.
             models.Index(fields=["verdict", "submission"], name="evaluation_verdict_submission"),
+            # Rate limit: an entrant's newest evaluations of the last hour (services._rate_limit_check).
+            models.Index(fields=["-queued_at"], name="evaluation_queued_at"),
         ]
 
     def __str__(self) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from apps.submissions.models import Evaluation, Problem, Submission
+from apps.submissions.models import Entrant, Evaluation, Problem, Submission
 
 # Parts of an evaluator result that can quote the solution's source (compiler output, logs).
 # `validation`: the ANE validator's report on a solution that never reached a Mac describes its graph op by op.
@@ -21,6 +21,18 @@ def problem_list(*, pool: str | None = None, level: int | None = None) -> QueryS
     if level is not None:
         problems = problems.filter(level=level)
     return problems.order_by("level", "slug").distinct()
+
+
+def problem_solved_by(*, problem: Problem) -> int:
+    """Entrants in good standing with an accepted, unmoderated submission of this problem (any pool).
+
+    One EXISTS per entrant, each answered by the index submission_dedup (entrant, problem) and
+    evaluation_verdict_submission and stopping at its first accepted submission: a COUNT(DISTINCT) over every
+    submission of the problem took 60-160 ms for 4,000 submissions of one problem.
+    """
+    accepted = Submission.objects.filter(entrant=OuterRef("pk"), problem=problem,
+                                         moderation=Submission.MODERATION_OK, evaluations__verdict="accepted")
+    return Entrant.objects.filter(is_banned=False).filter(Exists(accepted)).count()
 
 
 def problem_get(*, slug: str) -> Problem | None:

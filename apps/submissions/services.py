@@ -277,11 +277,13 @@ def _rate_limit_check(*, entrant: Entrant) -> None:
         return  # the site's own entrants (examples, baselines) and staff
     limit = settings.SUBMISSIONS_PER_HOUR
     window_start = timezone.now() - timedelta(hours=1)
-    recent = Evaluation.objects.filter(submission__entrant=entrant, queued_at__gte=window_start)
-    if recent.count() < limit:
+    # At most `limit` rows, newest first (index evaluation_queued_at), rather than a count of the whole window:
+    # the limit-th newest is the one whose leaving the window frees a slot.
+    newest = list(Evaluation.objects.filter(submission__entrant=entrant, queued_at__gte=window_start)
+                  .order_by("-queued_at").values_list("queued_at", flat=True)[:limit])
+    if len(newest) < limit:
         return
-    oldest = recent.order_by("queued_at").values_list("queued_at", flat=True)[recent.count() - limit]
-    retry_after = max(1, int((oldest + timedelta(hours=1) - timezone.now()).total_seconds()) + 1)
+    retry_after = max(1, int((newest[-1] + timedelta(hours=1) - timezone.now()).total_seconds()) + 1)
     raise SubmissionError(
         f"Rate limit: {limit} submissions per hour per entrant. Try again in {retry_after} s.",
         code="rate_limited", status=429, retry_after=retry_after,
@@ -372,7 +374,8 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
             version = ProblemVersion.objects.create(problem=problem, version=problem.version,
                                                     source=problem.source, content_hash=problem.content_hash)
         existing = (Submission.objects.filter(entrant=entrant, problem=problem, pool=pool, sha256=digest,
-                                              problem_version=version).order_by("-created_at").first())
+                                              problem_version=version)
+                    .select_related("entrant", "problem", "problem_version", "pool").order_by("-created_at").first())
         if existing is not None:
             latest = existing.evaluations.order_by("-queued_at", "-pk").first()
             # A failed evaluation (the infrastructure gave up) is retried by submitting again.
@@ -387,7 +390,8 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
             _rate_limit_check(entrant=entrant)
         submission = Submission(entrant=entrant, problem=problem, problem_version=version, pool=pool,
                                 language=language, source=source, sha256=digest)
-        submission.full_clean()
+        # The related rows were just read (the entrant locked): checking that each exists is 4 queries for nothing.
+        submission.full_clean(exclude=["entrant", "problem", "problem_version", "pool"])
         submission.save()
         evaluation = Evaluation.objects.create(submission=submission)
         _dispatch_on_commit(evaluation)
@@ -395,29 +399,35 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
 
 
 def _dispatch_on_commit(evaluation: Evaluation) -> None:
-    evaluation_id = evaluation.pk
-    transaction.on_commit(lambda: evaluation_dispatch(evaluation_id=evaluation_id, attempt=0))
+    transaction.on_commit(lambda: evaluation_dispatch(evaluation_id=evaluation.pk, attempt=0, evaluation=evaluation))
 
 
 # --- Dispatch and the guarded transitions ------------------------------------------------------------
 
-def evaluation_dispatch(*, evaluation_id: int, attempt: int) -> bool:
+def evaluation_dispatch(*, evaluation_id: int, attempt: int, evaluation: Evaluation | None = None) -> bool:
     """Sends a queued evaluation to its pool's queue with a fresh job token (attempt -> attempt + 1).
 
     The filter on `attempt` makes two dispatchers of the same attempt send one job between them. The token is
     only ever in the message: the row keeps its hash, so the database alone cannot write a result.
+    `evaluation`: the row as submission_create made it, its submission's relations loaded; it is updated in
+    memory along with the row (the API answers with it), which saves reading it back.
     """
     from kernelhub.celery import app
 
     token = secrets.token_urlsafe(32)
     now = timezone.now()
+    changes = {"job_token_hash": token_hash(token), "attempt": attempt + 1, "last_progress_at": now,
+               "stage": "queued"}
     sent = Evaluation.objects.filter(pk=evaluation_id, status=Evaluation.STATUS_QUEUED, attempt=attempt).update(
-        job_token_hash=token_hash(token), attempt=attempt + 1, last_progress_at=now, stage="queued",
-    )
+        **changes)
     if not sent:
         return False
-    evaluation = Evaluation.objects.select_related("submission__problem_version", "submission__pool",
-                                                   "submission__problem").get(pk=evaluation_id)
+    if evaluation is None:
+        evaluation = Evaluation.objects.select_related("submission__problem_version", "submission__pool",
+                                                       "submission__problem").get(pk=evaluation_id)
+    else:
+        for name, value in changes.items():
+            setattr(evaluation, name, value)
     submission = evaluation.submission
     job = {
         "evaluation_id": evaluation.pk,

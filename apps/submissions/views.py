@@ -94,11 +94,7 @@ def problem_detail(request: HttpRequest, slug: str) -> HttpResponse:
             .select_related("entrant", "pool")
             .prefetch_related(_latest_evaluations())[:50]
         )
-    solved_by = (
-        Problem.objects.filter(pk=problem.pk)
-        .annotate(n=Count("submissions__entrant", filter=SOLVED, distinct=True))
-        .values_list("n", flat=True)[0]
-    )
+    solved_by = selectors.problem_solved_by(problem=problem)
     return render(
         request,
         "submissions/problem_detail.html",

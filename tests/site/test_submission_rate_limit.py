@@ -29,3 +29,25 @@ def test_a_duplicate_costs_nothing(problem, alice, api, settings):
     client = api(alice.token)
     assert submit(client).status_code == 201
     assert submit(client).status_code == 200
+
+
+def test_retry_after_is_when_the_oldest_counted_evaluation_leaves_the_hour(problem, alice, api, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.submissions.models import Evaluation
+
+    settings.SUBMISSIONS_PER_HOUR = 2
+    client = api(alice.token)
+    ids = [submit(client, source=f"# {n}\nx = {n}\n").json()["evaluation_id"] for n in range(2)]
+    now = timezone.now()
+    # 50 and 20 minutes ago: the newer one is the limit-th newest, so a slot frees in 40 minutes.
+    Evaluation.objects.filter(pk=ids[0]).update(queued_at=now - timedelta(minutes=50))
+    Evaluation.objects.filter(pk=ids[1]).update(queued_at=now - timedelta(minutes=20))
+    response = submit(client, source="# late\n")
+    assert response.status_code == 429
+    assert 40 * 60 - 10 <= int(response.headers["Retry-After"]) <= 40 * 60 + 1
+    # An hour-old evaluation no longer counts.
+    Evaluation.objects.filter(pk=ids[1]).update(queued_at=now - timedelta(minutes=61))
+    assert submit(client, source="# late\n").status_code == 201
