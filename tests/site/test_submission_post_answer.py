@@ -41,3 +41,35 @@ def test_a_post_takes_a_bounded_number_of_queries(problem, alice, api, redis_que
     # existence checks of full_clean (4) and two re-reads of the new evaluation.
     with django_assert_max_num_queries(13), django_capture_on_commit_callbacks(execute=True):
         assert submit(client).status_code == 201
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rerun_is_published_to_whoever_watches_the_submission(problem, alice, api, redis_queue, embedded_redis):
+    """A new submission's first dispatch sends no live event (nobody knows its id yet; the page gets the state
+    when it connects); a re-run of a submission someone may be watching does."""
+    import asyncio
+
+    from asgiref.sync import async_to_sync
+    from channels.db import database_sync_to_async
+    from channels.layers import channel_layers, get_channel_layer
+
+    client = api(alice.token)
+    first = submit(client, language="cpp").json()
+
+    async def scenario():
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(f"submission.{first['id']}", channel)
+        rerun = await database_sync_to_async(submit)(client, language="cpp", rerun=True)
+        event = await asyncio.wait_for(layer.receive(channel), timeout=5)
+        await layer.group_discard(f"submission.{first['id']}", channel)
+        return rerun.json(), event
+
+    channel_layers.backends.clear()  # a layer of this test's own event loop
+    try:
+        rerun, event = async_to_sync(scenario)()
+    finally:
+        channel_layers.backends.clear()
+    assert rerun["id"] == first["id"] and rerun["evaluation_id"] != first["evaluation_id"]
+    assert event["type"] == "evaluation.update"
+    assert event["evaluation"]["id"] == rerun["evaluation_id"] and event["evaluation"]["status"] == "queued"
