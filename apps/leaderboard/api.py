@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.devices.models import HardwarePool
-from apps.leaderboard import selectors
+from apps.leaderboard import ane, selectors
 from apps.submissions.models import Problem
 
 HARDWARE_PARAM = OpenApiParameter(
@@ -149,4 +149,74 @@ class ProblemLeaderboardApi(APIView):
             ) from None
         return Response({
             "problem": slug, "hardware": pool.slug, "entries": ProblemEntrySerializer(entries, many=True).data,
+        })
+
+
+class AneRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    entrant = serializers.CharField()
+    entrant_slug = serializers.CharField()
+    kind = serializers.CharField()
+    problems = serializers.IntegerField(help_text="Problems on the pool: the denominator of solved.")
+    solved = serializers.IntegerField()
+    geomean_speedup_vs_coreml = serializers.FloatField(
+        allow_null=True, help_text="Over Core ML's default conversion; geometric mean over solved problems.")
+    geomean_count = serializers.IntegerField()
+    mean_tflops = serializers.FloatField(allow_null=True)
+    mean_ane_cost_share = serializers.FloatField(allow_null=True, help_text="0..1, mean over solved problems.")
+    last_result_at = serializers.DateTimeField(allow_null=True)
+
+
+class AneEntrySerializer(serializers.Serializer):
+    problem_slug = serializers.CharField()
+    entrant = serializers.CharField()
+    entrant_slug = serializers.CharField()
+    kind = serializers.CharField()
+    submission_id = serializers.IntegerField()
+    runtime_us = serializers.FloatField(help_text="Median, compute units CPU_AND_NE.")
+    coreml_us = serializers.FloatField(allow_null=True, help_text="Core ML default conversion, compute units ALL.")
+    coreml_cpu_us = serializers.FloatField(allow_null=True)
+    speedup_vs_coreml = serializers.FloatField(allow_null=True)
+    speedup_vs_coreml_cpu = serializers.FloatField(allow_null=True)
+    tflops = serializers.FloatField(allow_null=True)
+    tflops_per_watt = serializers.FloatField(allow_null=True, help_text="Only where powermetrics ran.")
+    ane_op_share = serializers.FloatField(allow_null=True)
+    ane_cost_share = serializers.FloatField(allow_null=True)
+    chip = serializers.CharField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class AneLeaderboardApi(APIView):
+    authentication_classes: list = []
+
+    class InputSerializer(serializers.Serializer):
+        hardware = serializers.SlugField(max_length=40, error_messages={
+            "required": "Name the ANE pool: ?hardware=m4-ane (a `<chip>-ane` slug)."})
+
+    class OutputSerializer(serializers.Serializer):
+        hardware = serializers.CharField()
+        problems = serializers.IntegerField()
+        rows = AneRowSerializer(many=True)
+        entries = AneEntrySerializer(many=True, help_text="Each entrant's best result per problem, fastest first.")
+
+    @extend_schema(
+        operation_id="ane_leaderboard",
+        summary="The board of an ANE pool (Core ML on the Neural Engine)",
+        description="From results Mac runners reported: speedup over Core ML's default conversion, TFLOPS, and the "
+        "shares of ops and cost placed on the Neural Engine (docs/ANE.md). Empty rows until a Mac reports.",
+        parameters=[OpenApiParameter("hardware", OpenApiTypes.STR, required=True, description="An ANE pool slug.")],
+        responses={200: OutputSerializer},
+    )
+    def get(self, request: Request) -> Response:
+        params = self.InputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        pool = _pool_or_404(params.validated_data["hardware"])
+        if pool.kind != HardwarePool.KIND_ANE:
+            raise NotFound(f"Pool '{pool.slug}' is not an ANE pool: use /api/v1/leaderboard/?hardware={pool.slug}.")
+        data = ane.ane_board(pool=pool.slug)
+        entries = [e for item in data["problems"] for e in item["entries"]]
+        return Response({
+            "hardware": pool.slug, "problems": data["suite_size"],
+            "rows": AneRowSerializer(data["rows"], many=True).data,
+            "entries": AneEntrySerializer(entries, many=True).data,
         })

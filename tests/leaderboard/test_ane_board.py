@@ -10,6 +10,8 @@ the way it derives them.
 
 import re
 
+import pytest
+
 from apps.submissions.tasks import prepare_ane_job
 from tests.ane.helpers import EXAMPLES
 from tests.ane.site import (  # noqa: F401
@@ -149,6 +151,27 @@ def test_it_ranks_the_results_mac_runners_posted(ane_problem, mac_runner, alice,
     assert alice_row["ane_op_share"] == "100.0%" and alice_row["ane_cost_share"] == "90.0%"
     assert alice_row["tflops_per_watt"] == "–"  # no powermetrics: not measured, not shown
     assert entries[bob.slug]["ane_op_share"] == "50.0%"
+
+    # The same reading through the API, for agents.
+    body = api().get(f"/api/v1/leaderboard/ane/?hardware={POOL}").json()
+    assert body["problems"] == 1
+    assert [(r["entrant_slug"], r["rank"], r["geomean_speedup_vs_coreml"]) for r in body["rows"]] == [
+        (alice.entrant.slug, 1, 2.5), (bob.slug, 2, 1.25)]
+    api_alice = body["entries"][0]
+    assert (api_alice["entrant_slug"], api_alice["runtime_us"], api_alice["coreml_us"]) == (alice.entrant.slug, 200.0, 500.0)
+    assert api_alice["tflops"] == pytest.approx(flops / 200e-6 / 1e12) and api_alice["tflops_per_watt"] is None
+
+
+def test_the_ane_api_explains_a_wrong_or_missing_pool(ane_problem, api):
+    from apps.devices.services import pool_get_or_create
+
+    pool_get_or_create(slug="cpu")
+    missing = api().get("/api/v1/leaderboard/ane/")
+    assert missing.status_code == 400 and "hardware=m4-ane" in str(missing.json()["error"])
+    not_ane = api().get("/api/v1/leaderboard/ane/?hardware=cpu")
+    assert not_ane.status_code == 404 and "not an ANE pool" in not_ane.json()["error"]["message"]
+    empty = api().get(f"/api/v1/leaderboard/ane/?hardware={POOL}").json()
+    assert empty == {"hardware": POOL, "problems": 1, "rows": [], "entries": []}
 
 
 def test_values_a_runner_did_not_measure_properly_show_as_dashes(ane_problem, mac_runner, alice, api, client):
