@@ -75,6 +75,7 @@ class Harness:
         self.problem: Any = None
         self.device = "cpu"
         self.sets: list[list] = []
+        self.copy_sets = False
         self.batch_outputs: list = []
         self.flush_buf: Any = None
         self.poison_bytes = 0
@@ -187,9 +188,8 @@ class Harness:
             model = reference
             if self.role == "compile":
                 model = torch.compile(model)  # type: ignore[assignment]
+        # Used as constructed, like KernelBench (which never calls eval()): a module in training mode stays in it.
         self.model = model.to(self.device) if hasattr(model, "to") else model
-        if hasattr(self.model, "eval"):
-            self.model.eval()
         return {"info": info}
 
     def _versions(self) -> dict:
@@ -276,7 +276,25 @@ class Harness:
                 inputs = list(self.problem.get_inputs())
         else:
             inputs = list(self.problem.get_inputs())
-        return [x.to(self.device) if self.isinstance(x, self.torch.Tensor) else x for x in inputs]
+        return [x.detach().to(self.device) if self.isinstance(x, self.torch.Tensor) else x for x in inputs]
+
+    def _set_inputs(self, k: int) -> list:
+        """Input set k as a call gets it: a fresh copy where a forward changes its inputs in place."""
+        if not self.copy_sets:
+            return self.sets[k]
+        return [x.clone() if self.isinstance(x, self.torch.Tensor) else x for x in self.sets[k]]
+
+    def _changed_inputs(self, inputs: list, before: list) -> list[int]:
+        """Positions of the tensor inputs a call changed in place (NaN counts as equal to NaN)."""
+        changed = []
+        for j, (x, b) in enumerate(zip(inputs, before, strict=True)):
+            if b is None:
+                continue
+            if tuple(x.shape) != tuple(b.shape) or x.dtype != b.dtype:
+                changed.append(j)
+            elif not bool(((x == b) | ((x != x) & (b != b))).all()):
+                changed.append(j)
+        return changed
 
     def _sync(self) -> None:
         if self.device == "cuda":
@@ -326,36 +344,71 @@ class Harness:
         return out, elapsed_us
 
     def _flatten(self, out, inputs: list) -> tuple[list, list[str], str]:  # type: ignore[no-untyped-def]
-        """Output tensors, and what is wrong with them as objects (subclass, layout, aliasing an input)."""
+        """Output tensors in order, what is wrong with them as objects (subclass, layout, aliasing an input), and
+        the output's structure: "tensor", "float", "int", "bool", "None", or "(a, b)" for a tuple or list.
+
+        Python numbers become 0-dim tensors (float as float32). The trusted roles' output is taken as it is
+        (a problem's Model may return its input or a parameter); the solution's must be plain, new tensors.
+        """
         torch = self.torch
-        if self.isinstance(out, (tuple, list)):
-            items, structure = list(out), f"sequence:{len(out)}"
-        else:
-            items, structure = [out], "tensor"
+        trusted = self.role != "solution"
         problems: list[str] = []
         spans = []
         for x in inputs:
             if self.isinstance(x, torch.Tensor) and x.numel():
                 s = x.untyped_storage()
                 spans.append((s.data_ptr(), s.data_ptr() + s.nbytes()))
-        tensors = []
-        for i, t in enumerate(items):
-            if self.type(t) is not torch.Tensor:
-                problems.append(f"output {i} is a {self.type(t).__module__}.{self.type(t).__qualname__}, "
-                                "not a plain torch.Tensor")
-                continue
+        tensors: list = []
+
+        def leaf(t) -> str:  # type: ignore[no-untyped-def]
+            i = len(tensors) + len(problems)
+            kind = self.type(t)
+            if kind in (bool, int, float):
+                try:
+                    dtype = {bool: torch.bool, int: torch.int64, float: torch.float32}[kind]
+                    tensors.append(torch.tensor(t, dtype=dtype))
+                except (OverflowError, RuntimeError, ValueError):
+                    problems.append(f"output {i} is the {kind.__name__} {t!r}, which does not fit a 64-bit tensor")
+                return kind.__name__
+            if trusted and self.isinstance(t, torch.Tensor):
+                t = t.detach().as_subclass(torch.Tensor)
+            if kind is not torch.Tensor and not trusted:
+                if self.isinstance(t, (tuple, list)):
+                    problems.append(f"output {i} is a {kind.__module__}.{kind.__qualname__}: return a plain tuple")
+                    return "?"
+                problems.append(f"output {i} is a {kind.__module__}.{kind.__qualname__}, not a plain torch.Tensor")
+                return "?"
+            if not self.isinstance(t, torch.Tensor):
+                problems.append(f"output {i} is a {kind.__module__}.{kind.__qualname__}; outputs are tensors, "
+                                "Python numbers, None, or tuples and lists of these")
+                return "?"
             if t.layout is not self.strided:
                 problems.append(f"output {i} has layout {t.layout}, not a dense strided tensor")
-                continue
+                return "?"
             if t.is_meta or t.device.type != self.device:
                 problems.append(f"output {i} is on {t.device}, expected {self.device}")
-                continue
-            if t.numel():
+                return "?"
+            if t.numel() and not trusted:
                 s = t.untyped_storage()
                 lo, hi = s.data_ptr(), s.data_ptr() + s.nbytes()
                 if any(lo < b and a < hi for a, b in spans):
                     problems.append(f"output {i} shares memory with an input: return a new tensor")
             tensors.append(t)
+            return "tensor"
+
+        def walk(obj, depth: int) -> str:  # type: ignore[no-untyped-def]
+            if obj is None:
+                return "None"
+            # The reference may return a named tuple (torch.return_types.max); the solution's own classes are not
+            # iterated here, outside the guards.
+            if self.type(obj) in (tuple, list) or (trusted and self.isinstance(obj, (tuple, list))):
+                if depth >= 8 or len(tensors) + len(obj) > 4096:
+                    problems.append("the output nests sequences deeper than 8 or holds over 4096 items")
+                    return "?"
+                return "(" + ", ".join(walk(x, depth + 1) for x in obj) + ("," if len(obj) == 1 else "") + ")"
+            return leaf(obj)
+
+        structure = walk(out, 0)
         return tensors, problems, structure
 
     def _fingerprints(self, out, inputs: list) -> list[int]:  # type: ignore[no-untyped-def]
@@ -374,10 +427,16 @@ class Harness:
 
     def op_trial(self, msg: dict) -> dict:
         inputs = self._make_inputs(int(msg["seed"]))
+        before = [x.clone() if self.isinstance(x, self.torch.Tensor) else None for x in inputs]
         self.poison_bytes = int(msg.get("poison_bytes", 0))
         self._poison()
+        if msg.get("rng_seed") is not None:
+            # A second run of the reference from another random state: a forward that draws random numbers differs.
+            self.manual_seed(int(msg["rng_seed"]))
         out = self._call(inputs)
         self._sync()
+        changed = self._changed_inputs(inputs, before)
+        del before
         tensors, problems, structure = self._flatten(out, inputs)
         input_bytes = sum(x.numel() * x.element_size() for x in inputs if self.isinstance(x, self.torch.Tensor))
         output_bytes = sum(t.numel() * t.element_size() for t in tensors)
@@ -389,7 +448,7 @@ class Harness:
                        if self.isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.is_contiguous()
                        and x.numel() >= 2]
         return {"problems": problems, "structure": structure, "input_bytes": input_bytes,
-                "output_bytes": output_bytes, "perturbable": perturbable}
+                "output_bytes": output_bytes, "perturbable": perturbable, "changed_inputs": changed}
 
     def _perturb(self, k: int, change) -> None:  # type: ignore[no-untyped-def]
         """Copy one element of input j of set k over another: a new input, same distribution of values; or, for
@@ -410,14 +469,16 @@ class Harness:
         k = int(msg["set"])
         for change in msg["changes"]:
             self._perturb(k, change)
-        out = self._call(self.sets[k])
+        inputs = self._set_inputs(k)
+        out = self._call(inputs)
         self._sync()
-        tensors, _, _ = self._flatten(out, self.sets[k])
+        tensors, _, _ = self._flatten(out, inputs)
         self._save(tensors, msg["file"])
         return {}
 
     def op_prepare_timing(self, msg: dict) -> dict:
         self.sets = [self._make_inputs(int(s)) for s in msg["seeds"]]
+        self.copy_sets = bool(msg.get("copy_sets"))
         self._sync()
         return {}
 
@@ -425,7 +486,8 @@ class Harness:
         """Trusted roles: the outputs for every timing input set, one file each."""
         if self.role == "solution":
             raise HarnessError("internal", "not for the solution")
-        for k, inputs in enumerate(self.sets):
+        for k in range(len(self.sets)):
+            inputs = self._set_inputs(k)
             out = self._call(inputs)
             self._sync()
             tensors, problems, _ = self._flatten(out, inputs)
@@ -436,7 +498,7 @@ class Harness:
         deadline = self.monotonic() + float(msg.get("max_s", 2.0))
         n = 0
         for i in range(int(msg.get("calls", 3))):
-            out = self._call(self.sets[i % len(self.sets)])
+            out = self._call(self._set_inputs(i % len(self.sets)))
             self._sync()
             del out
             n += 1
@@ -450,7 +512,7 @@ class Harness:
         changes = msg.get("perturb") or [None] * len(msg["order"])
         for k, change in zip(msg["order"], changes, strict=True):
             self._perturb(int(k), change)
-            inputs = self.sets[int(k)]
+            inputs = self._set_inputs(int(k))
             self._poison()
             self.flush_buf.fill_(1)
             self._sync()

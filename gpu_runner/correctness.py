@@ -2,7 +2,9 @@
 
 Two checks, both must pass: elementwise |got - expected| <= atol + rtol * |expected| (NaN and Inf must sit
 at the same places), and a magnitude-aware one, ||got - expected|| / ||expected|| <= the relative bound, so
-that zeros (or any small garbage) never pass on outputs whose values are all below atol.
+that zeros (or any small garbage) never pass on outputs whose values are all below atol. Integer and bool
+outputs must be equal; complex ones are held to the same bounds on |got - expected|, by their real precision.
+`reference_problems` says what makes a reference's outputs unusable for judging anything.
 """
 
 from __future__ import annotations
@@ -19,11 +21,21 @@ _TOLERANCES: dict[torch.dtype, tuple[float, float, float]] = {
     torch.float16: (1e-2, 1e-2, 1e-2),
     torch.bfloat16: (2e-2, 2e-2, 2e-2),
 }
+# A complex output is judged by the precision of its parts.
+_COMPLEX_PARTS: dict[torch.dtype, torch.dtype] = {
+    torch.complex128: torch.float64,
+    torch.complex64: torch.float32,
+    torch.complex32: torch.float16,
+}
 MIN_TRIALS = 5
 
 
+def _exact(dtype: torch.dtype) -> bool:
+    return not dtype.is_floating_point and not dtype.is_complex
+
+
 def tolerances(dtype: torch.dtype, meta: dict[str, Any]) -> tuple[float, float, float]:
-    atol, rtol, rel = _TOLERANCES.get(dtype, (0.0, 0.0, 0.0))
+    atol, rtol, rel = _TOLERANCES.get(_COMPLEX_PARTS.get(dtype, dtype), (0.0, 0.0, 0.0))
     if "atol" in meta:
         atol = float(meta["atol"])
     if "rtol" in meta:
@@ -46,6 +58,23 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
+def reference_problems(expected: list[torch.Tensor], meta: dict[str, Any]) -> list[str]:
+    """What is wrong with a problem whose reference produced these outputs; empty when they can judge a solution."""
+    problems = []
+    for i, ref in enumerate(expected):
+        where = f"output {i}" if len(expected) > 1 else "the output"
+        if _exact(ref.dtype):
+            continue
+        if _COMPLEX_PARTS.get(ref.dtype, ref.dtype) not in _TOLERANCES and not ("atol" in meta and "rtol" in meta):
+            problems.append(f"{where} is {ref.dtype}, which has no default tolerance: set both atol and rtol in the "
+                            "problem's KERNELHUB dict")
+        elif ref.numel() and not bool(torch.isfinite(_widened(ref)).any()):
+            # NaN must meet NaN, so a solution that writes nothing (memory poisoned with NaN) would pass.
+            problems.append(f"{where} is NaN or Inf in every element, so it cannot tell a right answer from a wrong "
+                            "one: make get_inputs produce values inside the computation's domain")
+    return problems
+
+
 def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[str, Any]) -> Comparison:
     if len(expected) != len(got):
         return Comparison(False, f"the model returned {len(got)} tensor(s), the reference {len(expected)}")
@@ -58,7 +87,7 @@ def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[st
             return Comparison(False, f"{where}shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
         if out.dtype != ref.dtype:
             return Comparison(False, f"{where}dtype {out.dtype}, expected {ref.dtype}")
-        if not ref.dtype.is_floating_point and not ref.dtype.is_complex:
+        if _exact(ref.dtype):
             diff = out != ref
             if bool(diff.any()):
                 idx = _unravel(int(diff.reshape(-1).nonzero()[0]), ref.shape)
@@ -66,15 +95,15 @@ def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[st
                                          f"index {idx}: expected {ref[idx].item()}, got {out[idx].item()}")
             continue
         atol, rtol, rel_bound = tolerances(ref.dtype, meta)
-        r = ref.double()
-        o = out.double()
+        r = _widened(ref)
+        o = _widened(out)
         ref_nan, out_nan = torch.isnan(r), torch.isnan(o)
         ref_inf, out_inf = torch.isinf(r), torch.isinf(o)
         bad_special = (ref_nan != out_nan) | (ref_inf != out_inf) | (ref_inf & out_inf & (r != o))
         finite = ~(ref_nan | ref_inf) & ~(out_nan | out_inf)
-        err = torch.where(finite, (o - r).abs(), torch.zeros_like(r))
+        err = torch.where(finite, (o - r).abs(), torch.zeros_like(r.real))
         allowed = atol + rtol * r.abs().nan_to_num(0.0, 0.0, 0.0)
-        excess = torch.where(bad_special, torch.full_like(r, float("inf")), err - allowed)
+        excess = torch.where(bad_special, torch.full_like(err, float("inf")), err - allowed)
         n_bad = int((excess > 0).sum())
         max_abs = float(err.max()) if err.numel() else 0.0
         rel_err = err / r.abs().clamp_min(atol if atol > 0 else 1e-30)
@@ -93,7 +122,7 @@ def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[st
             return Comparison(
                 False,
                 f"{where}{n_bad} of {ref.numel()} elements mismatch; worst at index {idx}: expected "
-                f"{_fmt(float(ref.reshape(-1)[flat]))}, got {_fmt(float(out.reshape(-1)[flat]))} ({kind})",
+                f"{_value(ref, flat)}, got {_value(out, flat)} ({kind})",
                 max_abs, max_rel, rel_fro,
             )
         if rel_fro > rel_bound:
@@ -103,10 +132,22 @@ def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[st
                 False,
                 f"{where}relative error ||got - expected|| / ||expected|| = {_fmt(rel_fro)} is over {rel_bound:g} "
                 f"(values this small pass elementwise, but not as a whole); worst at index {idx}: expected "
-                f"{_fmt(float(ref.reshape(-1)[flat]))}, got {_fmt(float(out.reshape(-1)[flat]))}",
+                f"{_value(ref, flat)}, got {_value(out, flat)}",
                 max_abs, max_rel, rel_fro,
             )
     return result
+
+
+def _widened(t: torch.Tensor) -> torch.Tensor:
+    # float64 (complex128) for the arithmetic of every check: some dtypes (float8) implement none of it.
+    return t.to(torch.complex128 if t.dtype.is_complex else torch.float64)
+
+
+def _value(t: torch.Tensor, flat: int) -> str:
+    v = t.reshape(-1)[flat].item()
+    if isinstance(v, complex):
+        return f"{_fmt(v.real)}{'+' if v.imag >= 0 else '-'}{_fmt(abs(v.imag))}j"
+    return _fmt(float(v))
 
 
 def _unravel(flat: int, shape: torch.Size) -> tuple[int, ...]:
