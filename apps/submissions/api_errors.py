@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -46,6 +48,12 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
                               headers=headers)
     if isinstance(exc, JobRefused):
         return error_response(exc.message, code=exc.code, status_code=exc.status)
+    if isinstance(exc, RequestDataTooBig):
+        # Django refuses the body before any view can say why: a package in JSON is a third larger as base64.
+        return error_response(
+            f"The request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes. A Core ML package may be at "
+            f"most {settings.MAX_PACKAGE_BYTES:,} bytes zipped: send a smaller one (as base64 or as a multipart "
+            "`package` part).", code="too_large", status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found: check the id or slug in the URL.")
     elif isinstance(exc, DjangoPermissionDenied):

@@ -106,3 +106,24 @@ def test_the_web_form_refuses_a_zip_over_the_limit(ane_problem, alice, client, s
     })
     assert response.status_code == 200 and not Submission.objects.exists()
     assert f"the limit is {len(data) - 1:,}" in response.content.decode()
+
+
+def test_a_package_with_megabytes_of_weights_goes_through_json_and_multipart(ane_problem, alice, api):
+    import os
+
+    # 3 MiB of incompressible weights: above Django's default 2.5 MiB request-body limit once base64-encoded.
+    data = _zip(os.urandom(3 * 1024 * 1024))
+    response = submit(api(alice.token), "base64:" + base64.b64encode(data).decode())
+    assert response.status_code == 201, response.json()
+    again = _multipart(api(alice.token), data)
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+
+
+def test_a_body_over_djangos_limit_gets_the_error_shape_with_what_to_do(ane_problem, alice, api, settings):
+    data = _zip(bytes(range(256)) * 40)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = len(data)  # the base64 text is a third larger
+    response = submit(api(alice.token), "base64:" + base64.b64encode(data).decode())
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert error["code"] == "too_large" and f"over {len(data):,} bytes" in error["message"]
+    assert "multipart `package` part" in error["message"]
