@@ -31,23 +31,25 @@ def test_a_duplicate_costs_nothing(problem, alice, api, settings):
     assert submit(client).status_code == 200
 
 
-def test_retry_after_is_when_the_oldest_counted_evaluation_leaves_the_hour(problem, alice, api, settings):
+def test_retry_after_is_when_the_limit_th_newest_evaluation_leaves_the_hour(problem, alice, api, settings):
     from datetime import timedelta
 
     from django.utils import timezone
 
     from apps.submissions.models import Evaluation
 
-    settings.SUBMISSIONS_PER_HOUR = 2
+    settings.SUBMISSIONS_PER_HOUR = 3
     client = api(alice.token)
-    ids = [submit(client, source=f"# {n}\nx = {n}\n").json()["evaluation_id"] for n in range(2)]
+    ids = [submit(client, source=f"# {n}\nx = {n}\n").json()["evaluation_id"] for n in range(3)]
     now = timezone.now()
-    # 50 and 20 minutes ago: the newer one is the limit-th newest, so a slot frees in 40 minutes.
-    Evaluation.objects.filter(pk=ids[0]).update(queued_at=now - timedelta(minutes=50))
-    Evaluation.objects.filter(pk=ids[1]).update(queued_at=now - timedelta(minutes=20))
+    for pk, minutes in zip(ids, (50, 20, 10), strict=True):
+        Evaluation.objects.filter(pk=pk).update(queued_at=now - timedelta(minutes=minutes))
+    # 3 in the hour, limit 2: a slot frees when the 2nd newest (20 minutes old) leaves, in 40 minutes; not when
+    # the oldest does (10 minutes).
+    settings.SUBMISSIONS_PER_HOUR = 2
     response = submit(client, source="# late\n")
     assert response.status_code == 429
     assert 40 * 60 - 10 <= int(response.headers["Retry-After"]) <= 40 * 60 + 1
-    # An hour-old evaluation no longer counts.
-    Evaluation.objects.filter(pk=ids[1]).update(queued_at=now - timedelta(minutes=61))
+    # Older than an hour no longer counts: one left in the window.
+    Evaluation.objects.filter(pk__in=ids[:2]).update(queued_at=now - timedelta(minutes=61))
     assert submit(client, source="# late\n").status_code == 201
