@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
-from gpu_runner import gpulock
-from tests.evaluator.helpers import HONEST, PROBLEM
+from gpu_runner import gpulock, sandbox
+from tests.evaluator.helpers import FIXTURES, HONEST, PROBLEM
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,16 +81,23 @@ def test_it_keys_the_lock_by_the_physical_gpu(monkeypatch):
     assert gpulock.device_key("cpu") == "cpu"
 
 
+ON_GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")]
+
+
 @pytest.mark.slow
-def test_two_evaluations_at_once_time_one_after_the_other_and_are_both_accepted(tmp_path):
+@pytest.mark.parametrize("device, solution", [
+    ("cpu", HONEST),
+    pytest.param("cuda", (FIXTURES / "relu_scale_cuda.py").read_text(), marks=ON_GPU),
+])
+def test_two_evaluations_at_once_time_one_after_the_other_and_are_both_accepted(tmp_path, device, solution):
     (tmp_path / "problem.py").write_text(PROBLEM)
-    (tmp_path / "solution.py").write_text(HONEST)
+    (tmp_path / "solution.py").write_text(solution)
     cmd = [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(tmp_path / "problem.py"),
-           "--solution", str(tmp_path / "solution.py"), "--device", "cpu", "--json"]
+           "--solution", str(tmp_path / "solution.py"), "--device", device, "--json"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     # The test holds the lock until both evaluations reached their timing stage, so both must wait for it
     # and then for each other.
-    with gpulock.held("cpu", phase="test: until both evaluations are ready to time", timeout=60):
+    with gpulock.held(device, phase="test: until both evaluations are ready to time", timeout=60):
         procs = [subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True) for _ in range(2)]
         ready = [threading.Event() for _ in procs]
@@ -115,9 +123,12 @@ def test_two_evaluations_at_once_time_one_after_the_other_and_are_both_accepted(
         results.append(json.loads(out))
     for r in results:
         assert r["verdict"] == "accepted", r["message"]
+        if sandbox.unshare_works() and os.geteuid() == 0:  # and on the GPU: CUDA works under the child's uid
+            assert r["isolation"]["observed"]["uid"] >= sandbox.SANDBOX_UID_BASE, r["isolation"]
     solution_phases = [next(h for h in r["checks"]["device_lock"] if h["phase"] == "solution") for r in results]
     for phase in solution_phases:
-        assert phase["device"] == "cpu" and phase["held_from"] >= released - 0.1, (phase, released)
+        assert phase["device"] == gpulock.device_key(device), phase
+        assert phase["held_from"] >= released - 0.1, (phase, released)
     # Every locked phase of one evaluation (its own timing, its baselines) against every one of the other's.
     first, second = ([(h["held_from"], h["held_until"]) for h in r["checks"]["device_lock"]] for r in results)
     for a_from, a_until in first:
