@@ -13,7 +13,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -25,13 +25,6 @@ from apps.submissions import ane, selectors, services
 from apps.submissions.forms import EntrantCreateForm, SubmitForm
 from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, Submission
 from apps.submissions.starters import LANGUAGE_FOR_DEVICE, starter_source
-
-# Accepted, not moderated away, by an entrant in good standing: what counts as "solved".
-SOLVED = Q(
-    submissions__evaluations__verdict="accepted",
-    submissions__moderation=Submission.MODERATION_OK,
-    submissions__entrant__is_banned=False,
-)
 
 
 def _latest_evaluations() -> Prefetch:
@@ -52,8 +45,8 @@ def problem_list(request: HttpRequest) -> HttpResponse:
         pool_slug = ""
 
     problems = selectors.problem_list(pool=pool_slug or None, level=int(level) if level else None)
-    solved = SOLVED & Q(submissions__pool__slug=pool_slug) if pool_slug else SOLVED
-    problems = problems.annotate(solved_by=Count("submissions__entrant", filter=solved, distinct=True))
+    # Accepted, not moderated away, by an entrant in good standing: what counts as "solved" (selectors._solved).
+    problems = problems.annotate(solved_by=selectors.problem_solved_by_column(pool=pool_slug or None))
 
     mine_solved: set[int] = set()
     if request.user.is_authenticated:

@@ -62,3 +62,32 @@ def test_its_queries_do_not_grow_with_the_submissions(client, problem, alice_age
         _submit(alice_agent, SOLUTION + f"# {i}\n", "accepted")
     with django_assert_max_num_queries(3):
         assert client.get("/problems/relu-scale/").status_code == 200
+
+
+def _listed_solved_by(client, query: str = "") -> int:
+    html = client.get(f"/problems/{query}").content.decode()
+    row = html[html.index('data-problem="relu-scale"'):]
+    match = re.search(r'(\d+) <span class="muted small">entrant', row[: row.index("</tr>")])
+    assert match, "no solved count in the problem's row"
+    return int(match.group(1))
+
+
+@pytest.mark.django_db
+def test_the_list_counts_like_the_page_and_per_track(client, problem, gpu_pool, alice_agent, bob):
+    from apps.submissions import services
+    from apps.submissions.models import Evaluation
+
+    problem.pools.add(gpu_pool)
+    bob_agent, _ = services.entrant_create(name="bob-agent", kind="llm", owner=bob)
+    _submit(alice_agent, SOLUTION, "accepted")  # on cpu
+    _submit(alice_agent, SOLUTION + "# 2\n", "accepted")
+    _, gpu_eval, _ = services.submission_create(entrant=bob_agent, problem_slug="relu-scale", source=SOLUTION,
+                                                language="cuda", hardware="h200")
+    Evaluation.objects.filter(pk=gpu_eval.pk).update(status="done", verdict="accepted")
+    assert _listed_solved_by(client) == _solved_by(client) == 2
+    assert _listed_solved_by(client, "?pool=cpu") == 1
+    assert _listed_solved_by(client, "?pool=h200") == 1
+    bob_agent.is_banned = True
+    bob_agent.save()
+    assert _listed_solved_by(client) == _solved_by(client) == 1
+    assert _listed_solved_by(client, "?pool=h200") == 0
