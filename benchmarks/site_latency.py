@@ -1,8 +1,16 @@
 """Latency of the problem and submission pages and of POST /api/v1/submissions/ under load.
 
 Seeds PostgreSQL with N evaluations (default 100,000), serves the site with uvicorn (2 workers), and drives
-it with locust (50 concurrent clients by default) for a fixed time; prints p50 and p95 per endpoint.
-Target (issue 3): p95 under 100 ms at 50 concurrent clients on 2 cores.
+it with locust (50 concurrent clients by default) for a fixed time; prints requests/s, p50, p95 and p99 per
+endpoint, the machine and its load average. Target (issue 3): p95 under 100 ms at 50 concurrent clients on 2 cores.
+
+`--think-s` is what each client does between an answer and its next request:
+    --think-s 0        a closed loop that never pauses (the default): the clients saturate the machine, and the
+                       run measures its throughput ceiling and the queueing in front of it, not what one client
+                       waits for a page on a site that is not saturated.
+    --think-s 1        each client waits uniformly 0.5 to 1.5 s (a mean of 1 s): an agent polling its submission
+                       every second or so, a person reading a page. "50 concurrent clients" in this reading.
+    --think-s 0.2,0.4  any other uniform range, LOW,HIGH seconds.
 
 Needs PostgreSQL and Redis; create the database first (`createdb -h 127.0.0.1 -U postgres kernelhub_bench`). A
 database seeded by an earlier run is reused (only missing evaluations are added), so later runs start at once:
@@ -36,6 +44,43 @@ BIN = Path(sys.executable).parent
 
 
 BENCH_ENTRANTS = 50
+
+
+def think_range(text: str) -> tuple[float, float]:
+    """--think-s: "MEAN" (uniform from MEAN/2 to 3*MEAN/2) or "LOW,HIGH", in seconds."""
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) == 1:
+        values = [values[0] / 2, values[0] * 3 / 2]
+    if len(values) != 2 or not 0 <= values[0] <= values[1]:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a mean think time in seconds (0 for a closed loop, 1 "
+                                         "for 0.5 to 1.5 s) or LOW,HIGH with 0 <= LOW <= HIGH.")
+    return values[0], values[1]
+
+
+def machine() -> str:
+    """The CPU model and the number of cores the benchmark ran on (the load generator shares them)."""
+    model = ""
+    try:
+        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model or 'unknown CPU'}"
+
+
+def uvicorn_options() -> list[str]:
+    """The C event loop and HTTP parser where installed (uvicorn falls back to asyncio and h11 silently)."""
+    import importlib.util
+
+    options = []
+    if importlib.util.find_spec("uvloop"):
+        options += ["--loop", "uvloop"]
+    if importlib.util.find_spec("httptools"):
+        options += ["--http", "httptools"]
+    return options
 
 
 def setup_django() -> None:
@@ -151,6 +196,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--think-s", type=think_range, default=(0.0, 0.0), metavar="MEAN|LOW,HIGH",
+                    help="each client's pause between an answer and its next request (see above); 0: closed loop")
     ap.add_argument("--out")
     ap.add_argument("--locust", default=str(BIN / "locust"), help="the locust executable")
     ap.add_argument("--profile", type=int, metavar="N", help="N single requests per endpoint, no load (see above)")
@@ -174,9 +221,11 @@ def main() -> None:
             Path(args.out).write_text(json.dumps(report, indent=2))
         return
 
-    env = {**os.environ, "KH_BENCH_SEED": json.dumps(data)}
+    env = {**os.environ, "KH_BENCH_SEED": json.dumps(data), "KH_BENCH_THINK_S": "{},{}".format(*args.think_s)}
+    server_options = ["--workers", str(args.workers), "--no-access-log", "--log-level", "warning",
+                      *uvicorn_options()]
     server = subprocess.Popen([str(BIN / "uvicorn"), "kernelhub.asgi:application", "--port", str(args.port),
-                               "--workers", str(args.workers), "--no-access-log", "--log-level", "warning"],
+                               *server_options],
                               cwd=REPO, env=env, start_new_session=True)
     try:
         for _ in range(100):
@@ -186,6 +235,7 @@ def main() -> None:
             except httpx.HTTPError:
                 time.sleep(0.3)
         prefix = Path(tempfile.mkdtemp()) / "stats"
+        load_before = os.getloadavg()
         subprocess.run([args.locust, "-f", str(REPO / "benchmarks" / "site_locustfile.py"), "--headless",
                         "-u", str(args.users), "-r", str(args.users), "-t", f"{args.seconds}s",
                         "-H", f"http://127.0.0.1:{args.port}", "--csv", str(prefix), "--only-summary"],
@@ -195,15 +245,19 @@ def main() -> None:
             for row in csv.DictReader(f):
                 rows[f"{row['Type']} {row['Name']}".strip()] = {
                     "requests": int(row["Request Count"]), "failures": int(row["Failure Count"]),
-                    "p50_ms": float(row["50%"]), "p95_ms": float(row["95%"]), "rps": float(row["Requests/s"])}
+                    "rps": float(row["Requests/s"]), "p50_ms": float(row["50%"]), "p95_ms": float(row["95%"]),
+                    "p99_ms": float(row["99%"])}
+        load_after = os.getloadavg()
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
     report = {"benchmark": "site_latency", "evaluations": args.evaluations, "users": args.users,
-              "seconds": args.seconds, "workers": args.workers, "nproc": os.cpu_count(),
+              "think_s": list(args.think_s), "seconds": args.seconds, "server": " ".join(server_options),
+              "db_pool": os.environ.get("DB_POOL", ""), "machine": machine(), "nproc": os.cpu_count(),
               "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "endpoints": rows,
-              # The machine is shared: what else ran shows in its load.
-              "loadavg_1min_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)]}
+              # The machine is shared: what else ran shows in its load. The 1-minute average after the run is
+              # mostly the run's own minute (this benchmark's server, database and locust included).
+              "loadavg_1min_before_after": [round(load_before[0], 1), round(load_after[0], 1)]}
     print(json.dumps(report, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2))
