@@ -277,13 +277,14 @@ def _rate_limit_check(*, entrant: Entrant) -> None:
         return  # the site's own entrants (examples, baselines) and staff
     limit = settings.SUBMISSIONS_PER_HOUR
     window_start = timezone.now() - timedelta(hours=1)
-    # At most `limit` rows, newest first (index evaluation_queued_at), rather than a count of the whole window:
-    # the limit-th newest is the one whose leaving the window frees a slot.
-    newest = list(Evaluation.objects.filter(submission__entrant=entrant, queued_at__gte=window_start)
-                  .order_by("-queued_at").values_list("queued_at", flat=True)[:limit])
-    if len(newest) < limit:
+    # Only the limit-th newest row of the window (index evaluation_queued_at), rather than a count of the whole
+    # window or `limit` rows sent to Python: none, the entrant is under the limit; else its leaving the window
+    # frees a slot.
+    limit_th = (Evaluation.objects.filter(submission__entrant=entrant, queued_at__gte=window_start)
+                .order_by("-queued_at").values_list("queued_at", flat=True)[limit - 1:limit].first())
+    if limit_th is None:
         return
-    retry_after = max(1, int((newest[-1] + timedelta(hours=1) - timezone.now()).total_seconds()) + 1)
+    retry_after = max(1, int((limit_th + timedelta(hours=1) - timezone.now()).total_seconds()) + 1)
     raise SubmissionError(
         f"Rate limit: {limit} submissions per hour per entrant. Try again in {retry_after} s.",
         code="rate_limited", status=429, retry_after=retry_after,
@@ -320,21 +321,26 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
                 f"The source is {size} bytes; the limit is {settings.MAX_SOURCE_BYTES} bytes.",
                 code="too_large", fields={"source": [f"At most {settings.MAX_SOURCE_BYTES} bytes."]},
             )
-    problem = Problem.objects.filter(slug=problem_slug, is_active=True).first()
+    # The problem with its current version in one query (a problem whose version row is missing: two).
+    version = (ProblemVersion.objects.select_related("problem")
+               .filter(problem__slug=problem_slug, problem__is_active=True, version=F("problem__version")).first())
+    problem = version.problem if version else Problem.objects.filter(slug=problem_slug, is_active=True).first()
     if problem is None:
         raise SubmissionError(
             f"Unknown problem {problem_slug!r}: GET /api/v1/problems/ lists the problems (by slug).",
             code="unknown_problem", fields={"problem": ["No such problem."]},
         )
     pool_slug = hardware or settings.DEFAULT_HARDWARE_POOL
-    pool = HardwarePool.objects.filter(slug=pool_slug).first()
-    if pool is None or not pool.is_active:
-        active = ", ".join(HardwarePool.objects.filter(is_active=True).values_list("slug", flat=True))
-        state = "is not accepting submissions" if pool else "does not exist"
-        raise SubmissionError(f"Hardware pool {pool_slug!r} {state}; active pools: {active or 'none'}.",
-                              code="unknown_pool", fields={"hardware": [f"Use one of: {active or 'none'}."]})
-    offered = list(problem.pools.values_list("slug", flat=True))
-    if pool.slug not in offered:
+    # An active pool that offers the problem: one query; the queries that say what is wrong only when it is not.
+    pool = problem.pools.filter(slug=pool_slug, is_active=True).first()
+    if pool is None:
+        pool = HardwarePool.objects.filter(slug=pool_slug).first()
+        if pool is None or not pool.is_active:
+            active = ", ".join(HardwarePool.objects.filter(is_active=True).values_list("slug", flat=True))
+            state = "is not accepting submissions" if pool else "does not exist"
+            raise SubmissionError(f"Hardware pool {pool_slug!r} {state}; active pools: {active or 'none'}.",
+                                  code="unknown_pool", fields={"hardware": [f"Use one of: {active or 'none'}."]})
+        offered = list(problem.pools.values_list("slug", flat=True))
         raise SubmissionError(
             f"Problem {problem.slug} is not offered on pool {pool.slug}; it is on: {', '.join(offered) or 'none'}.",
             code="not_offered", fields={"hardware": [f"Use one of: {', '.join(offered) or 'none'}."]},
@@ -369,7 +375,8 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
     with transaction.atomic():
         # Serialises one entrant's submissions (PostgreSQL), so the rate limit and dedup cannot be raced.
         Entrant.objects.select_for_update().filter(pk=entrant.pk).first()
-        version = problem.versions.filter(version=problem.version).first()
+        if version is None:
+            version = problem.versions.filter(version=problem.version).first()
         if version is None:
             version = ProblemVersion.objects.create(problem=problem, version=problem.version,
                                                     source=problem.source, content_hash=problem.content_hash)

@@ -36,10 +36,11 @@ def test_a_post_takes_a_bounded_number_of_queries(problem, alice, api, redis_que
                                                   django_capture_on_commit_callbacks, django_assert_max_num_queries):
     client = api(alice.token)
     submit(client, source="# warm: the token's last_used_at is written once\n")
-    # 13 on the test database: token, problem, pool, the problem's pools, a savepoint, the entrant's lock, version,
-    # duplicate, rate limit, 2 inserts, a savepoint release, dispatch's update. Before issue 3's fixes, 6 more: the
-    # existence checks of full_clean (4) and two re-reads of the new evaluation.
-    with django_assert_max_num_queries(13), django_capture_on_commit_callbacks(execute=True):
+    # 11 on the test database: token, problem with its version, the pool among the problem's, a savepoint, the
+    # entrant's lock, duplicate, rate limit, 2 inserts, a savepoint release, dispatch's update. Before issue 3's
+    # fixes, 8 more: the existence checks of full_clean (4), two re-reads of the new evaluation, the version and
+    # the problem's pools read apart.
+    with django_assert_max_num_queries(11), django_capture_on_commit_callbacks(execute=True):
         assert submit(client).status_code == 201
 
 
@@ -73,3 +74,16 @@ def test_a_rerun_is_published_to_whoever_watches_the_submission(problem, alice, 
     assert rerun["id"] == first["id"] and rerun["evaluation_id"] != first["evaluation_id"]
     assert event["type"] == "evaluation.update"
     assert event["evaluation"]["id"] == rerun["evaluation_id"] and event["evaluation"]["status"] == "queued"
+
+
+def test_a_problem_whose_version_row_is_missing_gets_it_at_its_first_submission(problem, alice, api, redis_queue):
+    """The problem and its current version are read in one query; a problem without the row (stored before
+    versions existed) is still found, and the submission creates the row."""
+    from apps.submissions.models import Submission
+
+    problem.versions.all().delete()
+    response = submit(api(alice.token))
+    assert response.status_code == 201, response.content
+    submission = Submission.objects.get(pk=response.json()["id"])
+    assert submission.problem_version.version == problem.version == response.json()["problem_version"]
+    assert submission.problem_version.source == problem.source
