@@ -189,6 +189,34 @@ def profile(data: dict, n: int) -> dict:
     return report
 
 
+def warm_up(data: dict, port: int, n: int = 40) -> None:
+    """N requests of each kind, 8 at a time, before the measured run: every worker process opens its database
+    connections, compiles its templates and imports what it loads lazily (pygments' lexer, the Celery app) before
+    locust starts all its clients at once. The measured run is the steady state: a cold worker's first answers
+    are a start-up cost, not latency under load."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = f"http://127.0.0.1:{port}"
+    ids = range(data["first_submission"], data["last_submission"] + 1)
+
+    def one(i: int) -> None:
+        with httpx.Client(base_url=base, timeout=60) as client:
+            for response in (
+                client.get(f"/problems/{data['problems'][i % len(data['problems'])]}/"),
+                client.get(f"/submissions/{ids[(i * 7919) % len(ids)]}/"),
+                client.post("/api/v1/submissions/",
+                            json={"problem": data["problems"][i % len(data["problems"])], "hardware": "cpu",
+                                  "source": data["source"].replace("__UNIQUE__", f"warm-{time.time_ns()}-{i}")},
+                            headers={"Authorization": f"Token {data['tokens'][i % len(data['tokens'])]}"}),
+            ):
+                if response.status_code >= 400:
+                    sys.exit(f"warm-up: {response.request.method} {response.request.url} answered "
+                             f"{response.status_code}: {response.text[:300]}")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, range(n)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--evaluations", type=int, default=100_000)
@@ -234,6 +262,10 @@ def main() -> None:
                     break
             except httpx.HTTPError:
                 time.sleep(0.3)
+        else:
+            sys.exit(f"The server did not answer 200 on http://127.0.0.1:{args.port}/problems/: see its log above; "
+                     "if the port is taken, pass another with --port.")
+        warm_up(data, args.port)
         prefix = Path(tempfile.mkdtemp()) / "stats"
         load_before = os.getloadavg()
         subprocess.run([args.locust, "-f", str(REPO / "benchmarks" / "site_locustfile.py"), "--headless",
@@ -243,7 +275,7 @@ def main() -> None:
         rows = {}
         with open(f"{prefix}_stats.csv") as f:
             for row in csv.DictReader(f):
-                rows[f"{row['Type']} {row['Name']}".strip()] = {
+                rows[row["Name"]] = {
                     "requests": int(row["Request Count"]), "failures": int(row["Failure Count"]),
                     "rps": float(row["Requests/s"]), "p50_ms": float(row["50%"]), "p95_ms": float(row["95%"]),
                     "p99_ms": float(row["99%"])}
