@@ -17,7 +17,9 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/kg .whl/kernelguard
   XD=""; python3 -c 'import xdist' 2>/dev/null && XD="-n ${LANE2_WORKERS:-3}"
   T=$((BUDGET_S - 20))
   timeout -s INT 100 python3 -m pytest -p no:cacheprovider -p no:django -p no:randomly -q -rA --timeout 90 \
-    tests/evaluator/test_sandbox_identity.py tests/evaluator/test_isolation.py > "$OUT/lane2/identity-tests.log" 2>&1
+    tests/evaluator/test_sandbox_identity.py tests/evaluator/test_isolation.py tests/exploits/test_guard_record_probe.py \
+    > "$OUT/lane2/identity-tests.log" 2>&1
+  python3 -c "import torch; print('itt available:', torch.profiler.itt.is_available())" >> "$OUT/lane2/identity-tests.log" 2>&1
   echo "pytest exit: $?" >> "$OUT/lane2/identity-tests.log"
   T=$((BUDGET_S - 20 - SECONDS))
   timeout -s INT $T python3 -m pytest -p no:cacheprovider -p no:django -p no:randomly -q -rA $XD --timeout 400 -m cuda \
