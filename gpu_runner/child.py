@@ -80,6 +80,12 @@ class Harness:
         self.flush_buf: Any = None
         self.poison_bytes = 0
         self.builds = 0
+        if role == "solution":
+            # Imported now, before the job arrives (a pre-started child waits here, gpu_runner/warm.py): entering
+            # the guards' dispatch mode imports torch._dynamo lazily, seconds of work that would fall in `load`.
+            # After the references above are captured, as before; nothing here initialises CUDA.
+            import torch._dynamo  # noqa: F401
+            import torch.utils.cpp_extension  # noqa: F401
 
     # ----- the loop -----
     def serve(self) -> None:

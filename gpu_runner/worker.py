@@ -12,6 +12,7 @@ back if its worker dies. It heartbeats for the host and restarts a worker that e
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import math
 import os
@@ -27,6 +28,7 @@ from typing import Any
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init
 
 from gpu_runner import calibration  # imported with the worker: its clock of the last measurement starts now
 from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
@@ -110,6 +112,33 @@ class _KeepAlive(threading.Thread):
             self._post()
 
 
+_warm_pools: dict[str, Any] = {}
+
+
+def warm_pool(device: str) -> Any:
+    """This worker process's pre-started evaluation processes for `device` (gpu_runner/warm.py); None when
+    KERNELHUB_PRESTART=false. Each job takes them and refill() starts the next ones."""
+    from gpu_runner import warm
+
+    if not warm.enabled():
+        return None
+    pool = _warm_pools.get(device)
+    if pool is None:
+        pool = _warm_pools[device] = warm.WarmPool(device)
+        atexit.register(pool.close)
+    return pool
+
+
+@worker_process_init.connect
+def _prestart(**_: Any) -> None:
+    """A worker started by `serve` pre-starts its first evaluation's processes before any job arrives."""
+    if not os.environ.get("KERNELHUB_WORKER_LABEL"):
+        return
+    pool = warm_pool("cuda" if os.environ.get("CUDA_VISIBLE_DEVICES") else "cpu")
+    if pool is not None:
+        pool.refill()
+
+
 def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.0) -> str:
     """Claim, evaluate, report. Returns what happened: refused, done, lost or gave_up."""
     missing = [key for key in JOB_KEYS if key not in job]
@@ -129,8 +158,11 @@ def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.
         # Imported here: the evaluator pulls in torch, which the site's tests of this module do not need.
         from gpu_runner.evaluate import evaluate
 
+        pool = warm_pool(job["device"]) if job["device"] in ("cpu", "cuda") else None
+        if pool is not None:
+            pool.refill()  # started before this job in the normal case; this replaces any that died since
         result = evaluate(job["problem_source"], job["solution_source"], device=job["device"],
-                          seed=int(job["seed"]), on_stage=keepalive.report)
+                          seed=int(job["seed"]), on_stage=keepalive.report, pool=pool)
     except SoftTimeLimitExceeded:
         result = timeout_result(f"The evaluation took longer than this runner's limit of {SOFT_TIME_LIMIT_S} s "
                                 "(building, checking and timing together).")
@@ -165,6 +197,10 @@ def evaluate_job(job: dict[str, Any]) -> str:
         if label:
             # Between two jobs this worker's GPU is idle: the only time a measurement is not disturbed.
             calibration.after_job(client, device=str(job.get("device", "cpu")), worker=label)
+        pool = _warm_pools.get(str(job.get("device")))
+        if pool is not None:
+            # The next job's processes start now, after the calibration: they import torch while no job runs.
+            pool.refill()
         return outcome
     finally:
         client.close()
@@ -319,6 +355,12 @@ def serve_main(argv: list[str]) -> int:
         parser.error("--site and --token are required (or KERNELHUB_SITE_URL and KERNELHUB_RUNNER_TOKEN).")
     if args.pool_workers is not None and args.pool_workers < 1:
         parser.error("--pool-workers must be 1 or more.")
+    try:
+        from gpu_runner import warm
+
+        warm.enabled()
+    except ValueError as e:
+        parser.error(str(e))
     try:
         client = SiteClient(args.site, args.token, retry_for_s=300)
         config = client.me()

@@ -13,6 +13,7 @@ import hmac
 import logging
 import re
 import secrets
+import threading
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -80,7 +81,8 @@ class ProblemFileInfo:
 def problem_file_read(*, path: Path, source: str) -> ProblemFileInfo:
     """Checks the KernelBench shape and reads the optional KERNELHUB dict without executing the file."""
     try:
-        tree = ast.parse(source, filename=str(path))
+        with AST_PARSE_LOCK:
+            tree = ast.parse(source, filename=str(path))
     except SyntaxError as e:
         raise ProblemError(f"{path}: not valid Python (line {e.lineno}: {e.msg}).") from None
     names = {node.name for node in tree.body if isinstance(node, ast.ClassDef | ast.FunctionDef)}
@@ -261,11 +263,19 @@ def entrant_get_or_create_for_examples() -> Entrant:
 
 # --- Submissions -------------------------------------------------------------------------------------
 
+# CPython 3.11's AST builder keeps its recursion depth in state that the threads of a process share; two
+# requests parsing at once (ASGI runs each sync view on its own thread) once failed with "SystemError: AST
+# constructor recursion depth mismatch" under load (python/cpython#106905 is the report). The web process parses
+# one source at a time: a parse takes well under a millisecond and holds the GIL anyway.
+AST_PARSE_LOCK = threading.Lock()
+
+
 def detect_language(source: str) -> str | None:
     from gpu_runner.formats import detect_language as evaluator_detect
 
     try:
-        language = evaluator_detect(source)
+        with AST_PARSE_LOCK:
+            language = evaluator_detect(source)
     except ValueError:
         return None
     return language or None

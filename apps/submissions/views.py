@@ -5,6 +5,7 @@ Writes go through apps/submissions/services.py; these views only read, validate 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -77,8 +78,7 @@ def problem_detail(request: HttpRequest, slug: str) -> HttpResponse:
     starters = []
     for language in dict.fromkeys(LANGUAGE_FOR_DEVICE.get(p.device, "") for p in pools):
         if language:
-            starters.append({"language": language, "source": starter_source(
-                reference_source=problem.source, language=language)})
+            starters.append({"language": language, "source": _starter(problem.source, language)})
 
     my_submissions = []
     if request.user.is_authenticated:
@@ -100,6 +100,13 @@ def problem_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "ane": ane.problem_ane_panel(problem=problem, pools=pools),
         },
     )
+
+
+@lru_cache(maxsize=256)
+def _starter(reference_source: str, language: str) -> str:
+    """A problem's starter, built once per process and reference: it parses the reference (see AST_PARSE_LOCK)."""
+    with services.AST_PARSE_LOCK:
+        return starter_source(reference_source=reference_source, language=language)
 
 
 def problem_ane_weights(request: HttpRequest, slug: str) -> HttpResponse:

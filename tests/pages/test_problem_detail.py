@@ -77,3 +77,13 @@ def test_it_links_the_problems_board_on_each_track(client, problem, gpu_pool):
     html = client.get("/problems/relu-scale/").content.decode()
     assert 'href="/leaderboard/cpu/problems/relu-scale/"' in html
     assert 'href="/leaderboard/h200/problems/relu-scale/"' in html
+
+
+@pytest.mark.django_db
+def test_the_starter_follows_an_edited_reference(client, problem):
+    """Starters are built once per process and reference text: a new reference gets its own at once."""
+    client.get("/problems/relu-scale/")
+    problem.source = problem.source.replace("def forward(self, x, bias)", "def forward(self, x, bias, gate)")
+    problem.save(update_fields=["source"])
+    starter = unescape(strip_tags(client.get("/problems/relu-scale/").content.decode().split('id="starter-cpp"')[1]))
+    assert "def forward(self, x, bias, gate):" in starter

@@ -1,0 +1,127 @@
+"""Pre-started evaluation processes for a runner that evaluates one submission after another (issue 2).
+
+A cold evaluation starts two processes that import torch before any work begins. A `WarmPool` starts them
+before the job arrives: each is spawned exactly as a cold one (sandbox.spawn), so it locks itself down and
+imports torch, then waits on its channel for the `load` that names its problem and solution. Neither file
+exists in its directory until then, and CUDA is initialised by the child itself inside `load`, after the job
+is handed over (never inherited across a fork).
+
+A child serves one submission and is killed with it (evaluate.py closes it); `take` hands each pre-started
+process out once and forgets it, and `refill`, called between jobs, starts the next. The pool also keeps the
+reference's trial outputs per (problem, seed, device) in this trusted process's memory (`references`).
+
+    pool = WarmPool("cuda"); pool.refill()
+    result = evaluate(problem, solution, device="cuda", pool=pool); pool.refill()
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from collections import OrderedDict
+from typing import Any
+
+# The roles started ahead: the solution's child and the trusted reference (eager). torch.compile's child is
+# needed only when its baseline is not cached, and starts cold then.
+ROLES = ("solution", "eager")
+REFERENCE_CACHE_BYTES = {"cuda": 4 << 30, "cpu": 1 << 30}
+
+
+def enabled() -> bool:
+    """KERNELHUB_PRESTART=false turns pre-started processes off on a runner (every evaluation starts cold)."""
+    value = os.environ.get("KERNELHUB_PRESTART", "true").strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError(f"KERNELHUB_PRESTART={value!r}: use true or false")
+    return value in ("true", "1", "yes")
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc to keep large freed blocks for re-use instead of unmapping them (this process only).
+
+    The parent's comparisons make a dozen temporaries the size of an output (in float64); mapped and unmapped
+    each time, every one of them page-faults in full: on a 16 MiB float32 output (4M elements) one comparison
+    took about half as long with this, on the 2-core development machine (docs/BENCHMARKS.md). Not done in the
+    children: their allocations fall inside timed calls, and cached baselines were timed without it.
+    Returns False where the C library has no mallopt (not glibc).
+    """
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        return bool(libc.mallopt(m_mmap_threshold, 512 << 20)) and bool(libc.mallopt(m_trim_threshold, 1 << 30))
+    except (OSError, AttributeError):
+        return False
+
+
+class ReferenceCache:
+    """Least recently used entries under a byte budget; an entry over the whole budget is not kept."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.entries: OrderedDict[Any, tuple[dict[str, Any], int]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> dict[str, Any] | None:
+        with self.lock:
+            if key not in self.entries:
+                return None
+            self.entries.move_to_end(key)
+            return self.entries[key][0]
+
+    def put(self, key: Any, value: dict[str, Any], nbytes: int) -> None:
+        if nbytes > self.max_bytes:
+            return
+        with self.lock:
+            self.entries[key] = (value, nbytes)
+            self.entries.move_to_end(key)
+            while sum(size for _, size in self.entries.values()) > self.max_bytes:
+                self.entries.popitem(last=False)
+
+
+class WarmPool:
+    def __init__(self, device: str) -> None:
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'cpu' or 'cuda', not {device!r}")
+        self.device = device
+        self.spares: dict[str, Any] = {}
+        self.references = ReferenceCache(REFERENCE_CACHE_BYTES[device])
+        # (role, pid) of every process handed out, in order: one entry per job, never the same pid twice.
+        self.handed_out: list[tuple[str, int]] = []
+        self.lock = threading.Lock()
+        self.keeps_freed_memory = keep_freed_memory()
+
+    def refill(self) -> None:
+        """Start a child for every role without a live one. Spawning returns at once: the child imports torch
+        in the background. Call it between jobs, so the imports do not disturb an evaluation's timing."""
+        # Imported here: `enabled` is read in processes without torch (serve).
+        from gpu_runner.evaluate import Session, _limits
+
+        with self.lock:
+            for role in ROLES:
+                spare = self.spares.get(role)
+                if spare is not None and spare.child.alive():
+                    continue
+                if spare is not None:
+                    spare.close()  # died while waiting (killed for memory, say): replaced
+                session = Session(role, device=self.device, limits_=_limits(self.device))
+                session.prestarted = True
+                self.spares[role] = session
+
+    def take(self, role: str) -> Any:
+        """The pre-started process for `role`, handed out once; None when there is none alive (start cold)."""
+        with self.lock:
+            session = self.spares.pop(role, None)
+        if session is None:
+            return None
+        if not session.child.alive():
+            session.close()
+            return None
+        self.handed_out.append((role, session.child.proc.pid))
+        return session
+
+    def close(self) -> None:
+        with self.lock:
+            spares, self.spares = list(self.spares.values()), {}
+        for session in spares:
+            session.close()
