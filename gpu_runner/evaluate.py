@@ -442,12 +442,19 @@ class _Run:
 
     def _reference_trials(self, ref: Session) -> None:
         self.expected: list[list[Any]] = []
+        self.ref_changes_inputs = False
         for i, s in enumerate(self.trial_seeds):
             reply = self._trusted(ref, "trial", seed=s, file=f"ref_trial_{i}.pt")
             if reply["problems"]:
-                raise EvaluatorError(f"the problem's Model output is unusable: {reply['problems']}")
+                raise EvaluatorError(f"the problem's Model output is unusable: {'; '.join(reply['problems'])}")
             self.expected.append(ref.tensors(f"ref_trial_{i}.pt"))
             self.structure = reply["structure"]
+            self.ref_changes_inputs |= bool(reply.get("changed_inputs"))
+            unusable = correctness.reference_problems(self.expected[-1], self.meta)
+            if unusable:
+                raise EvaluatorError(f"the problem cannot judge solutions (trial {i + 1}): {'; '.join(unusable)}")
+            if i == 0:
+                self._check_deterministic(ref, s)
             self.perturbable = reply["perturbable"] if self.meta.get("perturb_timed_inputs", True) else []
             self.input_bytes, self.output_bytes = int(reply["input_bytes"]), int(reply["output_bytes"])
 
@@ -457,7 +464,8 @@ class _Run:
         rng = random.SystemRandom()
         # Fresh seeds every evaluation: nothing a solution saw before can match these inputs.
         self.set_seeds = [rng.randrange(1 << 31) for _ in range(self.n_sets)]
-        self._trusted(ref, "prepare_timing", seeds=self.set_seeds)
+        # A forward that changes its inputs in place gets a fresh copy of its input set at every call.
+        self._trusted(ref, "prepare_timing", seeds=self.set_seeds, copy_sets=self.ref_changes_inputs)
         self.expected_sets: list[list[Any]] = []
         if not self.perturbable:
             # Only unperturbed timed calls are checked against these; perturbed ones are replayed (check_batch).
@@ -466,6 +474,21 @@ class _Run:
         self.result["checks"].update({"trials": N_TRIALS, "timing_input_sets": self.n_sets,
                                       "input_bytes": self.input_bytes, "output_bytes": self.output_bytes})
         self.device_model = sysinfo.device_model(self.device)
+
+    def _check_deterministic(self, ref: Session, seed: int) -> None:
+        """The same inputs again, from another random state: the outputs must agree within the tolerances."""
+        reply = self._trusted(ref, "trial", seed=seed, rng_seed=_derived_seed(self.seed, "rerun", 0),
+                              file="ref_trial_again.pt")
+        again = ref.tensors("ref_trial_again.pt") if not reply["problems"] else []
+        cmp = correctness.compare(self.expected[0], again, self.meta)
+        if reply.get("structure") != self.structure or not cmp.ok:
+            differs = cmp.message if reply.get("structure") == self.structure else \
+                f"the output is {reply.get('structure')}, then {self.structure}"
+            raise EvaluatorError(
+                "the problem's Model is not deterministic: two runs on the same inputs disagree "
+                f"({differs}). Its forward draws random numbers (torch.rand*, dropout in training mode) or keeps "
+                "state between calls, so no solution could match it; fix the problem (call self.eval() in "
+                "__init__, or take the random values as inputs from get_inputs)")
 
     def _poison_bytes(self) -> int:
         return int(min(2 * self.output_bytes + (1 << 20), 1 << 30))
@@ -501,6 +524,14 @@ class _Run:
                                               f"is {self.structure}")
             got = self._read(sol, f"trial_{i}.pt", where)
             self._compare(self.expected[i], got, where)
+            changed = reply.get("changed_inputs")
+            if changed and not self.ref_changes_inputs:
+                # Timed calls reuse their input sets, so the next call would see changed inputs. (Copies for every
+                # call would also warm the caches before the timer starts.) A solution that hides the change only
+                # fails the checks of later calls instead.
+                raise Verdict("rejected", f"rule input_changed broken, {where}: forward changed input(s) "
+                              f"{changed} in place, which the reference leaves unchanged; write the results to new "
+                              "tensors and leave the inputs as they were", "input_changed")
         self.trials_passed = True
 
     def _read(self, sol: Session, name: Any, where: str) -> list[Any]:
@@ -510,7 +541,8 @@ class _Run:
             raise Verdict("runtime_error", f"{where}: the output could not be read ({e})") from None
 
     def _time_solution(self, sol: Session) -> None:
-        self._untrusted(sol, "prepare_timing", "preparing the timing inputs", seeds=self.set_seeds)
+        self._untrusted(sol, "prepare_timing", "preparing the timing inputs", seeds=self.set_seeds,
+                        copy_sets=self.ref_changes_inputs)
         batch_no = [0]
         # Perturbations applied to each set since the reference last caught up with it.
         pending: dict[int, list[Any]] = {k: [] for k in range(self.n_sets)}
@@ -631,7 +663,7 @@ class _Run:
             else:
                 session = self._session("compile")
                 self._trusted(session, "load", timeout=_load_timeout(), **self._load_fields("compile"))
-                self._trusted(session, "prepare_timing", seeds=self.set_seeds)
+                self._trusted(session, "prepare_timing", seeds=self.set_seeds, copy_sets=self.ref_changes_inputs)
             assert session is not None
             if mode == "compile":
                 # torch.compile compiles on the first call: before the device lock, not while holding it.
