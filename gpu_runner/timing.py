@@ -77,8 +77,26 @@ def validate_times(value: Any, expected_len: int) -> list[float]:
     return out
 
 
+# A checked batch keeps every output of the batch until the parent picks which to check: at most this many
+# bytes of outputs at once (a batch is never shorter than MIN_BATCH calls). Of each batch, a third of the calls
+# are checked, but not more than CHECK_BYTES of outputs: each check moves and compares the whole output, and
+# with outputs of gigabytes a third of a batch cost minutes. Fewer checks still catch a cached or lazy result:
+# the perturbed inputs make such a result wrong on every call, and the positions are drawn after the batch ran.
+KEEP_BYTES = {"cuda": 16 << 30, "cpu": 1 << 30}
+CHECK_BYTES = {"cuda": 2 << 30, "cpu": 256 << 20}
+MIN_BATCH = 4
+
+
+def batch_limits(device: str, output_bytes: int) -> tuple[int, int]:
+    """(longest batch, most checks per batch) for outputs of output_bytes per call."""
+    if output_bytes <= 0:
+        return 100, 100
+    longest = max(MIN_BATCH, min(100, KEEP_BYTES[device] // output_bytes))
+    return longest, max(1, CHECK_BYTES[device] // output_bytes)
+
+
 def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None,
-               perturbable: list[list[int]] | None = None) -> dict[str, Any]:
+               perturbable: list[list[int]] | None = None, output_bytes: int = 0) -> dict[str, Any]:
     """Adaptive timing in `session` (a child already loaded and with n_sets input sets prepared).
 
     For the solution, check_batch(positions, order, perturb) checks a sample of each batch (it raises to stop
@@ -98,7 +116,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     reused_times: list[float] = []
     checked = 0
     budget_end = time.monotonic() + BUDGET_S[device]
-    batch = 10
+    longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
+    batch = min(10, longest)
     while True:
         order = [rng.randrange(n_sets) for _ in range(batch)]
         perturb: list[Any] = []
@@ -123,7 +142,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             )
         if check_batch is not None:
             # Picked after the batch ran, so the solution cannot know which calls are checked.
-            positions = sorted(rng.sample(range(len(order)), k=max(1, len(order) // 3)))
+            positions = sorted(rng.sample(range(len(order)), k=max(1, min(most_checks, len(order) // 3))))
             check_batch(positions, order, perturb)
             checked += len(positions)
         for change, t in zip(perturb, batch_times, strict=True):
@@ -141,7 +160,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         compared = len(fresh_times) >= FRESH_MIN_CALLS and len(reused_times) >= FRESH_MIN_CALLS
         if len(times) >= MAX_REPS or (time.monotonic() > budget_end and compared):
             break
-        batch = min(100, batch * 2)
+        batch = min(longest, batch * 2)
     # The parent's own clock on back-to-back calls: work that escapes the timed window shows up here.
     order = [rng.randrange(n_sets) for _ in range(max(5, min(50, len(times) // 4)))]
     t0 = time.perf_counter()
