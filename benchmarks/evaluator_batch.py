@@ -58,10 +58,14 @@ def run_pass(items, device: str, concurrency: int) -> dict:
     with ThreadPoolExecutor(concurrency) as pool:
         results = list(pool.map(one, items))
     wall = time.perf_counter() - t0
-    held = sorted((h["held_from"], h["held_until"]) for r in results for h in r["device_lock"])
+    # An exclusive (timed) hold must overlap no hold of another evaluation; shared holds may overlap each other.
+    holds = [(i, h) for i, r in enumerate(results) for h in r["device_lock"]]
+    overlapped = any(a[0] != b[0] and (not a[1].get("shared") or not b[1].get("shared"))
+                     and a[1]["held_from"] < b[1]["held_until"] and b[1]["held_from"] < a[1]["held_until"]
+                     for a in holds for b in holds)
     out = {"wall_s": round(wall, 1), "evaluations": len(items), "per_hour": round(3600 * len(items) / wall, 1),
            "lock_wait_s": round(sum(h["waited_s"] for r in results for h in r["device_lock"]), 1),
-           "locked_phases_overlapped": any(b[0] < a[1] for a, b in zip(held, held[1:], strict=False)),
+           "locked_phases_overlapped": overlapped,
            "results": results}
     if sampler:
         sampler.stop.set()

@@ -256,12 +256,12 @@ class _Run:
             self.result["isolation"]["killed_escaped_processes"] = len(escaped)
 
     @contextlib.contextmanager
-    def _device_lock(self, phase: str) -> Iterator[None]:
-        """Hold the host-wide lock of this device while `phase` times (gpulock.py); the wait is recorded, and
-        counts against no child's deadline."""
+    def _device_lock(self, phase: str, *, shared: bool = False) -> Iterator[None]:
+        """Hold the host-wide lock of this device (gpulock.py): exclusive while `phase` times, shared while it
+        uses the device without timing; the wait is recorded, and counts against no child's deadline."""
         holds: list[gpulock.Hold] = []
         try:
-            with gpulock.held(self.device, phase=phase) as hold:
+            with gpulock.held(self.device, phase=phase, shared=shared) as hold:
                 holds.append(hold)
                 for s in self.sessions:
                     s.lock_wait_s += hold.waited_s
@@ -271,7 +271,7 @@ class _Run:
         finally:
             for h in holds:  # wall-clock times, comparable across the evaluations of a host
                 self.result["checks"].setdefault("device_lock", []).append({
-                    "phase": phase, "device": h.device, "waited_s": round(h.waited_s, 3),
+                    "phase": phase, "device": h.device, "shared": h.shared, "waited_s": round(h.waited_s, 3),
                     "held_from": round(h.acquired_at, 4), "held_until": round(h.released_at or 0.0, 4)})
 
     def _session(self, role: str, on_build: Callable[[Any], dict[str, Any]] | None = None) -> Session:
@@ -373,7 +373,7 @@ class _Run:
         # The reference makes its timing input sets while the solution's trials run: nothing is timed yet.
         self.ref_thread = _Background(self._timed_reference_sets)
         self.stage("checking")
-        with self.timed("trials"):
+        with self.timed("trials"), self._device_lock("trials", shared=True):
             self._trials(sol)
         with self.timed("wait_for_reference"):
             self.ref_thread.join()
@@ -412,6 +412,10 @@ class _Run:
                 "solution_file": "solution.py" if role == "solution" else None, "policy": policy}
 
     def _reference_outputs(self) -> None:
+        with self._device_lock("reference trials", shared=True):
+            self._reference_outputs_held()
+
+    def _reference_outputs_held(self) -> None:
         ref = self.reference
         assert ref is not None
         with self.timed("reference_load"):
@@ -437,7 +441,7 @@ class _Run:
 
     def _timed_reference_sets(self) -> None:
         assert self.reference is not None
-        with self.timed("reference_sets"):
+        with self.timed("reference_sets"), self._device_lock("reference sets", shared=True):
             self._reference_sets(self.reference)
 
     def _reference_trials(self, ref: Session) -> None:
@@ -667,12 +671,13 @@ class _Run:
                 session = self.reference
             else:
                 session = self._session("compile")
-                self._trusted(session, "load", timeout=_load_timeout(), **self._load_fields("compile"))
-                self._trusted(session, "prepare_timing", seeds=self.set_seeds, copy_sets=self.ref_changes_inputs)
+                # torch.compile compiles on the first call: under the shared hold, before the timed one.
+                with self._device_lock("baseline compile: load and compile", shared=True):
+                    self._trusted(session, "load", timeout=_load_timeout(), **self._load_fields("compile"))
+                    self._trusted(session, "prepare_timing", seeds=self.set_seeds,
+                                  copy_sets=self.ref_changes_inputs)
+                    self._trusted(session, "warmup", timeout=_load_timeout(), calls=1, max_s=1.0)
             assert session is not None
-            if mode == "compile":
-                # torch.compile compiles on the first call: before the device lock, not while holding it.
-                self._trusted(session, "warmup", timeout=_load_timeout(), calls=1, max_s=1.0)
             with self._device_lock(f"baseline {mode}"):
                 t = timing.run_timing(_TrustedTiming(self, session), device=self.device, n_sets=self.n_sets)
             stats = {**t["stats"], "device": self.device_model}

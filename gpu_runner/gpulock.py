@@ -1,7 +1,9 @@
-"""A host-wide lock per physical GPU (one more for the host's CPUs), held while an evaluation times.
+"""A host-wide lock per physical GPU (one more for the host's CPUs): exclusive while an evaluation times,
+shared while it uses the device otherwise.
 
-Several evaluations on one host may start, build, load and check at the same time; only one at a time
-times on a given device, so no timed call ever shares its GPU with another evaluation's timed calls. The
+Several evaluations on one host may start, build and load at the same time, and run their untimed device work
+(reference outputs, trials) together; while one times, no other evaluation runs anything on that device, so
+no timed call ever shares its GPU with another evaluation's work. Holds are never nested. The
 lock is an flock on KERNELHUB_CACHE_DIR/gpu-locks/<device>.lock, so every evaluator process on the host
 that uses that cache directory takes part, and the kernel releases it when its holder dies: a crashed
 evaluator never leaves a GPU locked. The file names the holder (pid, phase, since when) for the message
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpu_runner import sandbox
 
@@ -45,6 +48,7 @@ class Hold:
     waited_s: float  # time spent waiting for the lock, counted against no deadline of the evaluation
     acquired_at: float  # time.time() when it was acquired: comparable across processes
     released_at: float | None = None
+    shared: bool = False
 
 
 def device_key(device: str) -> str:
@@ -67,10 +71,30 @@ def lock_path(key: str) -> Path:
     return folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", key) + ".lock")
 
 
+def _acquire(f: Any, mode: int, *, started: float, limit: float, key: str, path: Path, holder_file: Any) -> None:
+    while True:
+        try:
+            fcntl.flock(f, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() - started > limit:
+                holder_file.seek(0)
+                holder = holder_file.read(300).strip() or "evaluations using the device (shared)"
+                raise GpuLockTimeout(
+                    f"waited {limit:.0f} s for the host-wide lock of device {key} ({path}); it is held by "
+                    f"{holder}. Wait for that evaluation to end, or stop it if it is stuck; "
+                    "KERNELHUB_GPU_LOCK_TIMEOUT_S sets how long to wait") from None
+            time.sleep(POLL_S)
+
+
 @contextmanager
-def held(device: str, *, phase: str, timeout: float | None = None) -> Iterator[Hold]:
+def held(device: str, *, phase: str, timeout: float | None = None, shared: bool = False) -> Iterator[Hold]:
     """Hold the lock of `device` ("cpu" or "cuda") for the duration of the block.
 
+    Exclusive (the default) for a timed phase; `shared=True` for a phase that uses the device without timing
+    it (reference outputs, trials, preparing inputs, torch.compile's first call): shared holders run together,
+    and none of them runs while an exclusive holder times. An exclusive waiter queues at a gate that new
+    shared holders must pass, so a stream of shared phases cannot starve it.
     Waits up to `timeout` seconds (KERNELHUB_GPU_LOCK_TIMEOUT_S, 1800 by default), then raises
     GpuLockTimeout, saying who holds it.
     """
@@ -78,30 +102,25 @@ def held(device: str, *, phase: str, timeout: float | None = None) -> Iterator[H
     limit = timeout_s() if timeout is None else timeout
     path = lock_path(key)
     started = time.monotonic()
-    with open(path, "a+") as f:
-        while True:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() - started > limit:
-                    f.seek(0)
-                    holder = f.read(300).strip() or "an unknown process"
-                    raise GpuLockTimeout(
-                        f"waited {limit:.0f} s for the host-wide lock of device {key} ({path}); it is held by "
-                        f"{holder}. Wait for that evaluation to end, or stop it if it is stuck; "
-                        "KERNELHUB_GPU_LOCK_TIMEOUT_S sets how long to wait") from None
-                time.sleep(POLL_S)
-        hold = Hold(device=key, waited_s=time.monotonic() - started, acquired_at=time.time())
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()} ({phase}) since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        f.flush()
+    with open(path, "a+") as f, open(path.with_suffix(".gate"), "a+") as gate:
+        _acquire(gate, fcntl.LOCK_EX, started=started, limit=limit, key=key, path=path, holder_file=f)
+        try:
+            _acquire(f, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, started=started, limit=limit, key=key,
+                     path=path, holder_file=f)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        hold = Hold(device=key, waited_s=time.monotonic() - started, acquired_at=time.time(), shared=shared)
+        if not shared:
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} ({phase}) since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            f.flush()
         try:
             yield hold
         finally:
             hold.released_at = time.time()
-            f.seek(0)
-            f.truncate()
-            f.flush()
+            if not shared:
+                f.seek(0)
+                f.truncate()
+                f.flush()
             fcntl.flock(f, fcntl.LOCK_UN)
