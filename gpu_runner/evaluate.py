@@ -596,6 +596,7 @@ class _Run:
                                       check_batch=check_batch, perturbable=self.perturbable,
                                       output_bytes=self._output_bytes())
         except timing.TimingRejected as e:
+            self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule {e.rule} broken: {e.message}", e.rule) from None
         stats = t["stats"]
         self.result["stats"] = stats
@@ -606,15 +607,28 @@ class _Run:
         # The perturbed inputs already make memoised results fail the checks; this timing heuristic (noisy on
         # a busy host) decides only where a problem turned the perturbation off.
         if t["memo"] and t["memo"]["suspicious"] and not self.perturbable:
+            self._guard_findings_first(sol)
             raise Verdict("rejected", "rule memoization broken: repeat calls on an input set took "
                           f"{t['memo']['repeat_median_us']:.1f} us against {t['memo']['first_call_median_us']:.1f} us "
                           "for the first call on each set; do not cache results across calls", "memoization")
         # On a GPU, work left running on another stream or thread shows up in the parent's clock. (On a CPU
         # nothing is asynchronous, and a busy host makes this comparison noisy: the guards watch threads.)
         if self.device == "cuda" and t["wall_per_call_us"] > 4 * median + 200:
+            self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule work_outside_timer broken: back-to-back calls took "
                           f"{t['wall_per_call_us']:.0f} us each by the evaluator's clock, the timed calls "
                           f"{median:.0f} us; all work must finish inside forward", "work_outside_timer")
+
+    def _guard_findings_first(self, sol: Session) -> None:
+        """Before a rejection by a timing heuristic: a rule the guards saw broken is the exact reason, so it is
+        the one reported (a fallback hidden in a worker thread also looks like memoisation to the timer)."""
+        try:
+            self._integrity(sol)
+        except Verdict as v:
+            if v.verdict == "rejected":
+                raise
+        except Exception:  # noqa: BLE001 - the timing verdict stands
+            pass
 
     def _integrity(self, sol: Session) -> None:
         reply = self._untrusted(sol, "integrity", "reporting")

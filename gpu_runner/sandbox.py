@@ -499,15 +499,16 @@ def lockdown(workdir: str) -> dict[str, Any]:
         tmpfs_points = [tmp for tmp in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(tmp)]
         needed = _needed_paths()
         hide = [os.path.realpath(p) for p in os.environ.get("KERNELHUB_LOCKDOWN_HIDE", "").split(os.pathsep) if p]
-        # A hidden directory that is itself needed (a home that is the checkout) cannot be hidden; one below
-        # a tmpfs is hidden already.
-        hide = [p for p in dict.fromkeys(hide) if os.path.isdir(p) and p != "/" and p not in needed
-                and not any(_below(p, t) for t in tmpfs_points)]
+        # A hidden directory that is itself needed (a home that is the checkout) cannot be hidden.
+        hide = [p for p in dict.fromkeys(hide) if os.path.isdir(p) and p != "/" and p not in needed]
         # The interpreter, its libraries and this package may live below one of them (a checkout in /tmp, a
-        # Python in the runner's home): bound back, and made read-only with everything else below.
-        outer = [p for p in hide if not any(_below(p, n) for n in needed)]
-        # Hidden inside a kept tree (a cache in the checkout): covered once that tree is bound back, unless
-        # it holds something needed in turn.
+        # Python in the runner's home): bound back, and made read-only with everything else below. One below
+        # a future tmpfs is covered by that tmpfs.
+        outer = [p for p in hide if not any(_below(p, n) for n in needed)
+                 and not any(_below(p, t) for t in tmpfs_points)]
+        # Hidden inside a kept tree (a cache or work base in a checkout, also a checkout below /tmp that is
+        # bound back on top of the fresh /tmp): covered once that tree is bound back, unless it holds
+        # something needed in turn. Where nothing was bound back over it, it is gone already (isdir below).
         inner = [p for p in hide if p not in outer and not any(_below(n, p) for n in needed)]
         keep = {}
         for path in _paths_to_keep(tmpfs_points + outer, exclude=workdir):
