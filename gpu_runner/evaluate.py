@@ -544,10 +544,6 @@ class _Run:
         except ProtocolError as e:
             raise Verdict("runtime_error", f"{where}: the output could not be read ({e})") from None
 
-    def _output_bytes(self) -> int:
-        """Bytes of one call's outputs (the reference's first trial)."""
-        return sum(t.numel() * t.element_size() for t in self.expected[0] if hasattr(t, "element_size"))
-
     def _time_solution(self, sol: Session) -> None:
         self._untrusted(sol, "prepare_timing", "preparing the timing inputs", seeds=self.set_seeds,
                         copy_sets=self.ref_changes_inputs)
@@ -594,7 +590,7 @@ class _Run:
             with self._device_lock("solution"):
                 t = timing.run_timing(_UntrustedTiming(self, sol), device=self.device, n_sets=self.n_sets,
                                       check_batch=check_batch, perturbable=self.perturbable,
-                                      output_bytes=self._output_bytes())
+                                      output_bytes=self.output_bytes)
         except timing.TimingRejected as e:
             self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule {e.rule} broken: {e.message}", e.rule) from None
