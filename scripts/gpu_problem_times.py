@@ -49,10 +49,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--min-ms", type=float, default=1.0)
+    ap.add_argument("--only", nargs="*", default=[], help="problem file stems to time (default: all)")
     args = ap.parse_args()
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4 + 1, device="cuda")
     rows = {}
     for path in sorted((REPO / "problems" / "gpu").glob("level*/*.py")):
+        if args.only and path.stem not in args.only:
+            continue
         name = f"{path.parent.name}/{path.stem}"
         t0 = time.monotonic()
         try:
