@@ -58,6 +58,8 @@ FORBIDDEN_ATTRS = {
     "sys.settrace": "tracing the harness",
     "sys.setprofile": "profiling the harness",
     "sys.modules": "reaching into other modules",
+    "sys.meta_path": "changing how modules are imported (the evaluator guards CuPy's routines on import)",
+    "sys.path_hooks": "changing how modules are imported (the evaluator guards CuPy's routines on import)",
     "sys.stdout": "replacing the output streams",
     "sys.stderr": "replacing the output streams",
     "sys.exit": "ending the process early",
@@ -81,6 +83,8 @@ FORBIDDEN_ATTRS = {
     "torch.cuda.graph": "CUDA graph replay skips the work being timed",
     "torch.cuda.graphs": "CUDA graph replay skips the work being timed",
     "torch.cuda.make_graphed_callables": "CUDA graph replay skips the work being timed",
+    "cupy.cuda.graph": "CUDA graph replay skips the work being timed",
+    "cupy.cuda.Graph": "CUDA graph replay skips the work being timed",
     "torch.cuda.set_stream": "switching the current stream hides work from the timer",
     "torch.cuda.Event": "the harness does the timing",
     "torch.utils._python_dispatch": "turning off the evaluator's op guard",
@@ -167,14 +171,62 @@ NATIVE_PATTERNS = [
 ]
 CUSTOM_KERNEL_MARKERS = re.compile(
     r"\bload_inline\s*\(|\bcpp_extension\.load\s*\(|\bload\s*\(\s*name\s*=|@\s*(?:triton\.)?jit\b|"
-    r"\bRawKernel\s*\(|\bRawModule\s*\(|\bElementwiseKernel\s*\(|\bReductionKernel\s*\("
+    r"\bRawKernel\s*\(|\bRawModule\s*\(|\bElementwiseKernel\s*\(|\bReductionKernel\s*\(|@\s*(?:cupyx\.)?jit\.rawkernel\b"
 )
+# CuPy: the solution's own kernels (RawKernel, RawModule, ElementwiseKernel, ReductionKernel, cupyx.jit) and the glue
+# around them are allowed; CuPy's library routines doing the computation (its array functions, ufuncs and reductions,
+# linalg, fft, random, cupyx.scipy, the cuBLAS/cuFFT/cuSOLVER/... bindings) are a library fallback, like torch's own
+# ops. The runtime guard (gpu_runner/guards.py) leaves the same glue names unwrapped.
+CUPY_GLUE = frozenset({
+    # the solution's kernels
+    "RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel", "memoize", "clear_memo",
+    # wrapping a tensor, copies and allocation (fills, as torch's empty/zeros/full are allowed)
+    "asarray", "asanyarray", "array", "ascontiguousarray", "asfortranarray", "from_dlpack", "fromDlpack",
+    "asnumpy", "copy", "copyto", "empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full",
+    "full_like", "ndarray",
+    # views and metadata
+    "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "rollaxis", "expand_dims", "squeeze", "broadcast_to",
+    "broadcast_arrays", "atleast_1d", "atleast_2d", "atleast_3d", "split", "array_split", "shape", "size", "ndim",
+    "get_array_module", "may_share_memory", "shares_memory", "isscalar",
+    # data types, constants and settings
+    "dtype", "result_type", "can_cast", "common_type", "min_scalar_type", "promote_types", "finfo", "iinfo",
+    "issubdtype", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+    "float32", "float64", "complex64", "complex128", "intp", "uintp", "intc", "uintc", "byte", "ubyte", "short",
+    "ushort", "longlong", "ulonglong", "half", "single", "double", "csingle", "cdouble", "newaxis", "pi", "e", "inf",
+    "nan", "cuda", "is_available", "show_config", "get_default_memory_pool", "get_default_pinned_memory_pool",
+    "errstate", "seterr", "geterr",
+    # cupyx: pinned host buffers, the synchronisation check, Python-written kernels
+    "empty_pinned", "empty_like_pinned", "zeros_pinned", "zeros_like_pinned", "allow_synchronize", "jit",
+})
+# Submodules of the allowed `cupy.cuda` that bind vendor libraries (or are CuPy's own sort/scan/reduce library).
+CUPY_LIBRARY_MODULES = (
+    "cupy.cuda.cublas", "cupy.cuda.cufft", "cupy.cuda.curand", "cupy.cuda.cusolver", "cupy.cuda.cusparse",
+    "cupy.cuda.cudnn", "cupy.cuda.cutensor", "cupy.cuda.nccl", "cupy.cuda.thrust", "cupy.cuda.cub",
+    "cupy.cuda.get_cublas_handle", "cupy.cuda.device.get_cublas_handle", "cupy_backends.cuda.libs.cublas",
+    "cupy_backends.cuda.libs.cufft", "cupy_backends.cuda.libs.curand", "cupy_backends.cuda.libs.cusolver",
+    "cupy_backends.cuda.libs.cusparse", "cupy_backends.cuda.libs.cusparselt", "cupy_backends.cuda.libs.cudnn",
+    "cupy_backends.cuda.libs.cutensor", "cupy_backends.cuda.libs.nccl",
+)
+# cupy.ndarray methods that compute (a reduction, a product, a sort): `a.sum()`, `a.dot(b)` on a CuPy array.
+CUPY_ARRAY_COMPUTE_METHODS = frozenset({
+    "dot", "sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "all", "any",
+    "clip", "conj", "conjugate", "round", "trace", "sort", "argsort", "partition", "argpartition", "nonzero", "take",
+    "put", "repeat", "choose", "compress", "diagonal", "ptp", "searchsorted",
+})
+# Calls that give a CuPy array, and the array methods that give one back (views and copies): the names they are
+# bound to are followed through a function, so `a = cp.from_dlpack(x); b = a @ w` is seen.
+_CUPY_ARRAY_MAKERS = frozenset({"asarray", "asanyarray", "array", "ascontiguousarray", "from_dlpack", "fromDlpack",
+                                "empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+                                "ndarray", "copy", "reshape", "ravel", "transpose", "squeeze", "expand_dims",
+                                "broadcast_to"})
+_CUPY_ARRAY_VIEWS = frozenset({"reshape", "ravel", "view", "transpose", "swapaxes", "squeeze", "astype", "copy",
+                               "flatten", "T", "real", "imag"})
 _KERNELGUARD_OFF: set[str] = set()  # kernelguard rules found to misfire on honest KernelBench solutions
 
 
 # Modules whose attributes a solution must not assign: the harness times, checks and reports with them.
 PROTECTED_ROOTS = {"torch", "time", "builtins", "sys", "os", "gc", "threading", "numpy", "math", "triton", "cupy",
-                   "json", "random", "pickle", "io"}
+                   "cupyx", "cupy_backends", "json", "random", "pickle", "io"}
 # Environment variables an honest solution sets before building its extension.
 BUILD_ENV_KEYS = {"TORCH_CUDA_ARCH_LIST", "MAX_JOBS"}
 
@@ -235,6 +287,128 @@ def _expand(dotted: str, aliases: dict[str, str]) -> str:
     if head in aliases:
         return aliases[head] + ("." + rest if rest else "")
     return dotted
+
+
+_CUPY_ROOTS = {"cupy", "cupyx", "cupy_backends"}
+_CUPY_ADVICE = (
+    "CuPy's array functions, ufuncs, reductions, linalg/fft/random, cupyx.scipy and its cuBLAS/cuFFT/... bindings "
+    "are library fallbacks like torch's own ops: write the computation as your own RawKernel/RawModule (or an "
+    "ElementwiseKernel/ReductionKernel with your own code), and use CuPy only to wrap tensors (cupy.from_dlpack, "
+    "cupy.asarray), allocate (cupy.empty) and launch"
+)
+
+
+def cupy_library_use(full: str) -> str | None:
+    """What CuPy library routine an expanded name (`cupy.linalg.solve`) is, or None for CuPy's glue (kernels,
+    wrapping, allocation, views, dtypes, `cupy.cuda` streams and memory) and for names outside CuPy."""
+    parts = full.split(".")
+    if parts[0] not in _CUPY_ROOTS or len(parts) == 1:
+        return None
+    if any(full == m or full.startswith(m + ".") for m in CUPY_LIBRARY_MODULES):
+        return "a vendor library binding"
+    if any(p.startswith("_") and not p.endswith("__") for p in parts[1:]):
+        return "CuPy's internals"
+    if parts[0] == "cupy_backends":
+        return None  # the CUDA runtime, driver and NVRTC bindings (the libraries are caught above)
+    if parts[1] == "ndarray" and len(parts) > 2 and parts[2] in CUPY_ARRAY_COMPUTE_METHODS:
+        return "an array method that computes"
+    if parts[1] in CUPY_GLUE or parts[1].startswith("__"):
+        return None
+    return "a CuPy library routine"
+
+
+def _is_jit_kernel(node: ast.AST) -> bool:
+    """A function decorated with cupyx.jit.rawkernel: its body is the solution's own kernel, compiled by CuPy."""
+    return isinstance(node, ast.FunctionDef) and any(
+        (_dotted(d.func if isinstance(d, ast.Call) else d) or "").endswith("rawkernel") for d in node.decorator_list
+    )
+
+
+class _CupyArrays:
+    """Which expressions are CuPy arrays, as far as a reading of the source can tell: calls that make one
+    (`cp.from_dlpack(x)`), names and `self.` attributes bound to one anywhere in the module, and their views.
+    Operators and compute methods on them run CuPy's library kernels (`a @ b` is cupy.matmul, so cuBLAS)."""
+
+    def __init__(self, tree: ast.Module, aliases: dict[str, str]) -> None:
+        self.aliases = aliases
+        self.bound: set[str] = set()
+        pairs = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                        pairs += zip(target.elts, node.value.elts)
+                    else:
+                        pairs.append((target, node.value))
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                pairs.append((node.target, node.value))
+        for _ in range(3):  # views of views: `a = cp.asarray(x); b = a.T`
+            for target, value in pairs:
+                name = _dotted(target)
+                if name and self.is_array(value):
+                    self.bound.add(name)
+
+    def is_array(self, node: ast.AST) -> bool:
+        if isinstance(node, (ast.Name, ast.Attribute)) and _dotted(node) in self.bound:
+            return True
+        if isinstance(node, ast.Call):
+            full = _expand(_dotted(node.func) or "", self.aliases)
+            if full.split(".")[0] == "cupy" and full.count(".") == 1 and full.split(".")[1] in _CUPY_ARRAY_MAKERS:
+                return True
+            node = node.func
+            return isinstance(node, ast.Attribute) and node.attr in _CUPY_ARRAY_VIEWS and self.is_array(node.value)
+        if isinstance(node, ast.Attribute):
+            return node.attr in _CUPY_ARRAY_VIEWS and self.is_array(node.value)
+        if isinstance(node, ast.Subscript):
+            return self.is_array(node.value)
+        return False
+
+
+_OP_SYMBOLS = {"MatMult": "@", "Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%",
+               "Pow": "**", "LShift": "<<", "RShift": ">>", "BitOr": "|", "BitXor": "^", "BitAnd": "&"}
+
+
+def _op(op: ast.AST) -> str:
+    return _OP_SYMBOLS.get(type(op).__name__, type(op).__name__)
+
+
+def _cupy_rules(tree: ast.Module, aliases: dict[str, str], skipped: set[int]) -> list[dict]:
+    """library_fallback findings for CuPy: imports and names of its library routines, and operators and compute
+    methods on what the source binds to CuPy arrays (types are not known statically: the runtime guard sees the
+    rest)."""
+    findings: list[dict] = []
+
+    def found(line: int, what: str) -> None:
+        findings.append(_finding("library_fallback", f"line {line}: {what}; {_CUPY_ADVICE}"))
+
+    arrays = _CupyArrays(tree, aliases)
+    inner_chains = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+            for a in node.names:
+                full = f"{node.module}.{a.name}" if isinstance(node, ast.ImportFrom) else a.name
+                kind = cupy_library_use(full)
+                if kind:
+                    found(node.lineno, f"import of {full} ({kind})")
+        elif isinstance(node, ast.Attribute) and id(node) not in inner_chains:
+            full = _expand(_dotted(node) or "", aliases)
+            kind = cupy_library_use(full)
+            if kind:
+                found(node.lineno, f"{full} is {kind}")
+            elif node.attr in CUPY_ARRAY_COMPUTE_METHODS and arrays.is_array(node.value):
+                found(node.lineno, f".{node.attr}() on a CuPy array is CuPy's library routine (cupy.{node.attr})")
+        elif isinstance(node, ast.BinOp) and (arrays.is_array(node.left) or arrays.is_array(node.right)):
+            found(node.lineno, f"the operator {_op(node.op)} on a CuPy array runs CuPy's library kernel "
+                  "(`a @ b` is cupy.matmul, so cuBLAS; `a + b` is cupy.add)")
+        elif isinstance(node, ast.AugAssign) and (arrays.is_array(node.target) or arrays.is_array(node.value)):
+            found(node.lineno, f"the operator {_op(node.op)}= on a CuPy array runs CuPy's library kernel")
+        elif isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not) and arrays.is_array(node.operand):
+            found(node.lineno, "a unary operator on a CuPy array runs CuPy's library kernel")
+        elif isinstance(node, ast.Compare) and any(arrays.is_array(n) for n in [node.left, *node.comparators]):
+            found(node.lineno, "a comparison of CuPy arrays runs CuPy's library kernel")
+    return findings
 
 
 def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
@@ -359,6 +533,10 @@ def _ast_rules(tree: ast.Module, source: str) -> list[dict]:
                         f"line {node.lineno}: assigning to {full} changes a module the harness relies on; "
                         "remove it",
                     ))
+
+    # 4b. CuPy's library routines; the bodies of cupyx.jit kernels are the solution's own kernel code
+    jit_bodies = {id(n) for f in ast.walk(tree) if _is_jit_kernel(f) for n in ast.walk(f) if n is not f}
+    findings += _cupy_rules(tree, al.names, jit_bodies)
 
     # 5. the evaluator's own names, and extension builds the evaluator does not control
     for text in _string_constants(tree):
