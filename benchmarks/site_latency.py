@@ -136,7 +136,8 @@ def seed(n_evaluations: int) -> dict:
                                    source=text, sha256=sha256_text(text), created_at=created_at))
         subs = Submission.objects.bulk_create(subs)
         Evaluation.objects.bulk_create([
-            Evaluation(submission=s, status="done", stage="done", verdict="accepted", correct=True,
+            Evaluation(submission=s, entrant_id=s.entrant_id, status="done", stage="done", verdict="accepted",
+                       correct=True,
                        runtime_us=1000.0 + (s.pk % 97), eager_us=1500.0, compile_us=1200.0,
                        speedup_vs_eager=1.5, speedup_vs_compile=1.2, queued_at=s.created_at,
                        finished_at=s.created_at + timedelta(minutes=1),

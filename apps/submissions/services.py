@@ -287,10 +287,10 @@ def _rate_limit_check(*, entrant: Entrant) -> None:
         return  # the site's own entrants (examples, baselines) and staff
     limit = settings.SUBMISSIONS_PER_HOUR
     window_start = timezone.now() - timedelta(hours=1)
-    # Only the limit-th newest row of the window (index evaluation_queued_at), rather than a count of the whole
-    # window or `limit` rows sent to Python: none, the entrant is under the limit; else its leaving the window
-    # frees a slot.
-    limit_th = (Evaluation.objects.filter(submission__entrant=entrant, queued_at__gte=window_start)
+    # Only the limit-th newest row of the entrant's window (index evaluation_entrant_recent: at most `limit`
+    # entries read, however busy the site), rather than a count of the whole window or `limit` rows sent to
+    # Python: none, the entrant is under the limit; else its leaving the window frees a slot.
+    limit_th = (Evaluation.objects.filter(entrant=entrant, queued_at__gte=window_start)
                 .order_by("-queued_at").values_list("queued_at", flat=True)[limit - 1:limit].first())
     if limit_th is None:
         return
@@ -384,16 +384,18 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
     digest = sha256_text(source)
     with transaction.atomic():
         # Serialises one entrant's submissions (PostgreSQL), so the rate limit and dedup cannot be raced.
-        Entrant.objects.select_for_update().filter(pk=entrant.pk).first()
+        list(Entrant.objects.select_for_update().filter(pk=entrant.pk).values_list("pk", flat=True))
         if version is None:
             version = problem.versions.filter(version=problem.version).first()
         if version is None:
             version = ProblemVersion.objects.create(problem=problem, version=problem.version,
                                                     source=problem.source, content_hash=problem.content_hash)
         existing = (Submission.objects.filter(entrant=entrant, problem=problem, pool=pool, sha256=digest,
-                                              problem_version=version)
-                    .select_related("entrant", "problem", "problem_version", "pool").order_by("-created_at").first())
+                                              problem_version=version).order_by("-created_at").first())
         if existing is not None:
+            # Its relations are the rows the filter named, already read: no joins for them.
+            existing.entrant, existing.problem, existing.problem_version, existing.pool = (
+                entrant, problem, version, pool)
             latest = existing.evaluations.order_by("-queued_at", "-pk").first()
             # A failed evaluation (the infrastructure gave up) is retried by submitting again.
             if latest is not None and not rerun and latest.status != Evaluation.STATUS_FAILED:
