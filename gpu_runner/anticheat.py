@@ -171,7 +171,8 @@ NATIVE_PATTERNS = [
 ]
 CUSTOM_KERNEL_MARKERS = re.compile(
     r"\bload_inline\s*\(|\bcpp_extension\.load\s*\(|\bload\s*\(\s*name\s*=|@\s*(?:triton\.)?jit\b|"
-    r"\bRawKernel\s*\(|\bRawModule\s*\(|\bElementwiseKernel\s*\(|\bReductionKernel\s*\(|@\s*(?:cupyx\.)?jit\.rawkernel\b"
+    r"\bRawKernel\s*\(|\bRawModule\s*\(|\bElementwiseKernel\s*\(|\bReductionKernel\s*\("
+    r"|@\s*(?:cupyx\.)?jit\.rawkernel\b"
 )
 # CuPy: the solution's own kernels (RawKernel, RawModule, ElementwiseKernel, ReductionKernel, cupyx.jit) and the glue
 # around them are allowed; CuPy's library routines doing the computation (its array functions, ufuncs and reductions,
@@ -290,7 +291,7 @@ def _expand(dotted: str, aliases: dict[str, str]) -> str:
 
 
 _CUPY_ROOTS = {"cupy", "cupyx", "cupy_backends"}
-_CUPY_ADVICE = (
+CUPY_ADVICE = (
     "CuPy's array functions, ufuncs, reductions, linalg/fft/random, cupyx.scipy and its cuBLAS/cuFFT/... bindings "
     "are library fallbacks like torch's own ops: write the computation as your own RawKernel/RawModule (or an "
     "ElementwiseKernel/ReductionKernel with your own code), and use CuPy only to wrap tensors (cupy.from_dlpack, "
@@ -332,19 +333,19 @@ class _CupyArrays:
     def __init__(self, tree: ast.Module, aliases: dict[str, str]) -> None:
         self.aliases = aliases
         self.bound: set[str] = set()
-        pairs = []
+        pairs: list[tuple[ast.AST, ast.AST]] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
-                        pairs += zip(target.elts, node.value.elts)
+                        pairs += zip(target.elts, node.value.elts, strict=False)
                     else:
                         pairs.append((target, node.value))
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
                 pairs.append((node.target, node.value))
         for _ in range(3):  # views of views: `a = cp.asarray(x); b = a.T`
-            for target, value in pairs:
-                name = _dotted(target)
+            for bound_to, value in pairs:
+                name = _dotted(bound_to)
                 if name and self.is_array(value):
                     self.bound.add(name)
 
@@ -379,7 +380,7 @@ def _cupy_rules(tree: ast.Module, aliases: dict[str, str], skipped: set[int]) ->
     findings: list[dict] = []
 
     def found(line: int, what: str) -> None:
-        findings.append(_finding("library_fallback", f"line {line}: {what}; {_CUPY_ADVICE}"))
+        findings.append(_finding("library_fallback", f"line {line}: {what}; {CUPY_ADVICE}"))
 
     arrays = _CupyArrays(tree, aliases)
     inner_chains = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}

@@ -23,12 +23,15 @@ import os
 import random
 import sys
 import threading
+import types
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
+
+from gpu_runner.anticheat import CUPY_ADVICE, CUPY_ARRAY_COMPUTE_METHODS, CUPY_GLUE, CUPY_LIBRARY_MODULES
 
 # aten ops a solution's forward may call without doing the problem's computation in torch: allocation,
 # views and metadata, copies and dtype/device moves (a kernel often needs a contiguous input), and fills
@@ -246,6 +249,7 @@ def _snapshot_watched() -> dict[str, Any]:
 
 
 def _check_watched() -> None:
+    _check_library_guards()
     now = _snapshot_watched()
     for name, original in _watched.items():
         if now.get(name, _MISSING) is not original:
@@ -577,6 +581,212 @@ def _install_host_export_guards() -> None:
             setattr(holder, attr, _guard_host_export(f"{owner}.{attr}", function))
 
 
+# CuPy's library routines (issue 2): its array functions, ufuncs, reductions, linalg/fft/random, cupyx.scipy and its
+# cuBLAS/cuFFT/... bindings doing the work are a fallback like torch's own ops; its kernels (RawKernel, RawModule,
+# ElementwiseKernel, ReductionKernel) and the glue around them (anticheat.CUPY_GLUE) are not. The solution imports
+# CuPy after install, so its modules are guarded as they are imported: `from cupy import matmul` gets the guarded one.
+_CUPY_NAMESPACES = ("cupy", "cupyx")
+# Modules every public routine of which is a library routine, and the vendor bindings (anticheat's list). CuPy's
+# own accelerators (cupy.cuda.cub, cupy.cuda.thrust) are left to the static rules: CuPy's compiled code may reach
+# them through the module on behalf of what it was asked to do, where no Python frame says who asked.
+_CUPY_LIBRARY_PACKAGES = (
+    "cupy.linalg", "cupy.fft", "cupy.random", "cupy.polynomial", "cupy.sparse", "cupyx.scipy", "cupyx.linalg",
+    "cupyx.signal", "cupyx.cusolver", "cupyx.cusparse", "cupyx.cutensor", "cupyx.cudnn", "cupyx.lapack",
+    "cupyx.fallback_mode",
+) + tuple(m for m in CUPY_LIBRARY_MODULES if "get_cublas_handle" not in m and m not in {"cupy.cuda.cub",
+                                                                                        "cupy.cuda.thrust"})
+# cupy.ndarray methods that compute: the operators (`a @ b` is cupy.matmul), numpy's dispatch to CuPy
+# (`numpy.exp(a)`), reductions and sorts. `get`/`tolist` copy to the host, where numpy would do the work.
+_CUPY_ARRAY_OPERATORS = tuple(
+    f"__{prefix}{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "and", "or",
+                                   "xor", "lshift", "rshift", "divmod") for prefix in ("", "r", "i")
+) + ("__neg__", "__pos__", "__abs__", "__invert__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__",
+     "__array_ufunc__", "__array_function__")
+_CUPY_HOST_COPIES = ("cupy.asnumpy", "cupy.ndarray.get", "cupy.ndarray.tolist")
+_library_wrapped: list[tuple[Any, str, Any, str]] = []  # (module or class, attribute, its guard, label)
+_library_guards: set[int] = set()  # ids of the guards, so that nothing is wrapped twice
+_library_modules: set[int] = set()  # ids of the modules guarded
+
+
+def _cupy_module_kind(name: str) -> str | None:
+    """"namespace" for cupy and cupyx (guarded less their glue), "library" for a module of library routines."""
+    if name in _CUPY_NAMESPACES:
+        return "namespace"
+    if any(part.startswith("_") for part in name.split(".")):
+        return None
+    if any(name == m or name.startswith(m + ".") for m in _CUPY_LIBRARY_PACKAGES):
+        return "library"
+    return None
+
+
+def _library_call(label: str, args: tuple) -> None:
+    """A library routine was called in forward: a finding unless a trusted library (CuPy itself, serving a
+    routine the solution was allowed to call; Triton) made the call, or it copies a few values to the host."""
+    if _trusted_now(_TRUSTED_IN_FORWARD):
+        return
+    if label in _CUPY_HOST_COPIES:
+        size = getattr(args[0], "size", None) if args else None
+        if isinstance(size, int) and size <= _TOLIST_MAX:
+            return
+        raise _violation("library_fallback", f"the forward copied a CuPy array of {size} values to the host ({label}), "
+                         f"where numpy would do the work; {CUPY_ADVICE}")
+    raise _violation("library_fallback", f"the forward called {label}, a library routine; {CUPY_ADVICE}")
+
+
+class _GuardedRoutine:
+    """Stands in for a callable library object that is not a function (a CuPy ufunc such as cupy.exp): calls are
+    guarded, attributes are the routine's, and its methods (cupy.add.reduce) are guarded too."""
+
+    def __init__(self, label: str, routine: Any) -> None:
+        self._label = label
+        self._routine = routine
+        self.__name__ = getattr(routine, "__name__", label.rsplit(".", 1)[-1])
+        self.__doc__ = getattr(routine, "__doc__", None)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _in_forward:
+            _library_call(self._label, args)
+        return self._routine(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._routine, name)
+        if callable(value) and not isinstance(value, type) and not name.startswith("_"):
+            return _guard_routine(f"{self._label}.{name}", value)
+        return value
+
+    def __repr__(self) -> str:
+        return repr(self._routine)
+
+
+def _guard_routine(label: str, routine: Any) -> Any:
+    if not (isinstance(routine, (types.FunctionType, types.BuiltinFunctionType))
+            or type(routine).__name__ in {"cython_function_or_method", "fused_cython_function"}):
+        return _GuardedRoutine(label, routine)
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if _in_forward:
+            _library_call(label, args)
+        return routine(*args, **kwargs)
+
+    guarded.__name__ = getattr(routine, "__name__", label.rsplit(".", 1)[-1])
+    guarded.__qualname__ = getattr(routine, "__qualname__", guarded.__name__)
+    guarded.__doc__ = getattr(routine, "__doc__", None)
+    guarded.__module__ = str(getattr(routine, "__module__", None) or "")
+    return guarded
+
+
+def _guard_library_module(module: types.ModuleType, glue: frozenset[str] = frozenset()) -> None:
+    """Replace the module's public routines (functions and callable objects; not classes, submodules, the names in
+    `glue`, nor numpy's dtype helpers that CuPy re-exports) with guarded ones."""
+    label = module.__name__
+    for name, obj in list(vars(module).items()):
+        if (name.startswith("_") or name in glue or isinstance(obj, (type, types.ModuleType)) or not callable(obj)
+                or id(obj) in _library_guards):
+            continue
+        owner = str(getattr(obj, "__module__", None) or "").split(".")[0]
+        if owner == "numpy" and label.split(".")[0] != "numpy":
+            continue  # CuPy re-exports numpy's dtype helpers (promote_types, issubdtype): they take no arrays
+        _set_guard(module, name, _guard_routine(f"{label}.{name}", obj), f"{label}.{name}")
+
+
+def _guard_library_methods(cls: type, names: tuple[str, ...], label: str) -> None:
+    """Replace methods of a library's array class with guarded ones, where the class allows it (CuPy's ndarray is
+    a Python class over a C base; a C class itself cannot be changed and its methods stay unguarded)."""
+    for name in names:
+        original = _lookup(cls, name)
+        if original is _MISSING or not callable(original) or id(original) in _library_guards:
+            continue
+        try:
+            _set_guard(cls, name, _guard_method(f"{label}.{name}", original), f"{label}.{name}")
+        except (TypeError, AttributeError):
+            return
+
+
+def _guard_method(label: str, original: Any) -> Any:
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _in_forward:
+            _library_call(label, (self,))
+        return original(self, *args, **kwargs)
+
+    guarded.__name__ = label.rsplit(".", 1)[-1]
+    return guarded
+
+
+def _set_guard(holder: Any, name: str, guard: Any, label: str) -> None:
+    setattr(holder, name, guard)
+    _library_guards.add(id(guard))
+    _library_wrapped.append((holder, name, guard, label))
+
+
+def _guard_cupy_module(module: types.ModuleType) -> None:
+    kind = _cupy_module_kind(getattr(module, "__name__", ""))
+    if kind is not None:
+        _library_modules.add(id(module))
+    if kind == "library":
+        _guard_library_module(module)
+    elif kind == "namespace":
+        _guard_library_module(module, glue=CUPY_GLUE)
+        if module.__name__ == "cupy":
+            if callable(getattr(module, "asnumpy", None)) and id(module.asnumpy) not in _library_guards:
+                _set_guard(module, "asnumpy", _guard_routine("cupy.asnumpy", module.asnumpy), "cupy.asnumpy")
+            if isinstance(getattr(module, "ndarray", None), type):
+                _guard_library_methods(module.ndarray, _CUPY_ARRAY_OPERATORS + tuple(sorted(CUPY_ARRAY_COMPUTE_METHODS))
+                                       + ("get", "tolist"), "cupy.ndarray")
+
+
+class _GuardOnImport:
+    """A meta path finder that lets the usual finders find a module and, once the module has run, guards it:
+    names a solution takes at import (`from cupy import matmul`) are then the guarded ones."""
+
+    def __init__(self, kind: Any, guard: Any) -> None:
+        self.kind = kind
+        self.guard = guard
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if self.kind(fullname) is None:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None) if finder is not self else None
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None or isinstance(loader, type):
+            return spec
+
+        def exec_and_guard(module: types.ModuleType) -> None:
+            exec_module(module)
+            self.guard(module)
+
+        try:
+            loader.exec_module = exec_and_guard
+        except AttributeError:
+            pass
+        return spec
+
+
+def _install_library_guards() -> None:
+    for name in sorted(sys.modules):
+        if _cupy_module_kind(name) is not None:
+            _guard_cupy_module(sys.modules[name])
+    sys.meta_path.insert(0, _GuardOnImport(_cupy_module_kind, _guard_cupy_module))
+
+
+def _check_library_guards() -> None:
+    for name in _CUPY_NAMESPACES:
+        module = sys.modules.get(name)
+        if module is not None and id(module) not in _library_modules:
+            _add("guard_tampered", f"{name} was imported around the evaluator's import guard; do not change "
+                 "sys.meta_path or the import system")
+    for holder, name, guard, label in _library_wrapped:
+        if _lookup(holder, name) is not guard:
+            _add("harness_patched", f"{label} was replaced or removed; the evaluator guards library routines: "
+                 "remove the assignment")
+
+
 def _fallback_detail(op: str) -> str:
     return (
         f"the forward ran the torch op {op}; a solution must compute in its own kernel (torch.nn.functional, "
@@ -610,6 +820,7 @@ def install_process_guards() -> None:
     except Exception as exc:  # noqa: BLE001 - the dispatch mode still guards; say why the record is off
         _profiler_failed.append(f"{type(exc).__name__}: {exc}")
     _install_host_export_guards()
+    _install_library_guards()
     _watched = _snapshot_watched()
     for name, read in _PRECISION_SETTINGS.items():
         try:
