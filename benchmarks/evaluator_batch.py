@@ -6,7 +6,8 @@ use one cache directory, so the host-wide device lock (gpu_runner/gpulock.py) ke
 the GPU while the others build, load and check on the CPU cores. Two passes over the same solutions: a cold
 pass (builds, baselines: it fills the caches, and is reported too) and a warm pass (builds and baselines
 cached; every job a new seed, as the site sends), each solution --repeat times, interleaved. The warm pass
-takes only the solutions the cold pass accepted (a cold job skipped for the deadline would build in it).
+takes only the solutions the cold pass got past their builds (a cold job skipped for the deadline would build
+in it).
 
 How busy the GPU was, over each pass's wall time (from its first job's start to its last job's end):
 - `gpu_busy_nvml`: the mean of NVML's utilisation (the share of time a kernel was running), read every
@@ -296,12 +297,15 @@ def main() -> None:
                             results=results, workers=workers, sampler=sampler, on_result=keep)
             if cold["stopped"] != "finished":
                 raise KeyboardInterrupt(cold["stopped"])
-            # Only what the cold pass built and accepted: a build in the warm pass would not be "builds cached".
-            accepted = {r["solution"] for r in cold["results"] if r.get("verdict") == "accepted"}
-            report["warm_left_out"] = [str(s) for _, s in items if str(s) not in accepted]
-            items = [(p, s) for p, s in items if str(s) in accepted]
+            # Only what the cold pass evaluated past its builds: a build in the warm pass would not be "builds
+            # cached". (A solution rejected there stays in: its verdicts are in the report, and a figure with
+            # them says more than none.)
+            built = {r["solution"] for r in cold["results"]
+                     if r.get("verdict") not in (None, "compile_error", "evaluator_error")}
+            report["warm_left_out"] = [str(s) for _, s in items if str(s) not in built]
+            items = [(p, s) for p, s in items if str(s) in built]
             if not items:
-                raise KeyboardInterrupt("the cold pass accepted no solution")
+                raise KeyboardInterrupt("the cold pass built no solution")
         warm = run_pass("warm", items, repeat=args.repeat, seed0=200, start_by=wall_end - args.min_left_s,
                         jobs=jobs, results=results, workers=workers, sampler=sampler, on_result=keep)
         if warm["stopped"] != "finished":
