@@ -195,7 +195,7 @@ class Evaluation(models.Model):
             models.Index(fields=["status", "last_progress_at"], name="evaluation_status_progress"),
             # Leaderboards: accepted results per submission.
             models.Index(fields=["verdict", "submission"], name="evaluation_verdict_submission"),
-            # Newest first: the admin's evaluation list, the sweeper's evaluations that were never sent.
+            # Newest first (the default ordering): the admin's evaluation list and its date hierarchy.
             models.Index(fields=["-queued_at"], name="evaluation_queued_at"),
             # Rate limit: an entrant's newest evaluations of the last hour (services._rate_limit_check).
             models.Index(fields=["entrant", "-queued_at"], name="evaluation_entrant_recent"),
