@@ -70,6 +70,9 @@ class Harness:
         self.cuda_sync = torch.cuda.synchronize
         self.Event = torch.cuda.Event
         self.guards: Any = None
+        self.null_guards: Any = None
+        self.phases_us: dict[str, float] = {}
+        self.batch_outputs: list = []
         self.policy: dict = {}
         self.model: Any = None
         self.problem: Any = None
@@ -322,24 +325,27 @@ class Harness:
                     return self.model(*inputs)
             return self.model(*inputs)
 
-    def _timed_call(self, inputs: list) -> tuple[object, float]:
-        """One call, timed; ends after a device-wide synchronise, so work on any stream is inside the time."""
+    def _timed_call(self, inputs: list, model=None, guards=None) -> tuple[object, float]:  # type: ignore[no-untyped-def]
+        """One call, timed; ends after a device-wide synchronise, so work on any stream is inside the time.
+        (model and guards: the trusted roles' null call, op_null_call.)"""
+        model = self.model if model is None else model
+        guards = self.guards if guards is None else guards
         with self.no_grad():
-            guard = self.guards.forward_guard(self.policy) if self.guards is not None else None
+            guard = guards.forward_guard(self.policy) if guards is not None else None
             if guard is not None:
                 guard.__enter__()
             try:
                 if self.device == "cuda":
                     start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
                     start.record()
-                    out = self.model(*inputs)
+                    out = model(*inputs)
                     self.cuda_sync()
                     end.record()
                     end.synchronize()
                     elapsed_us = start.elapsed_time(end) * 1000.0
                 else:
                     t0 = self.perf()
-                    out = self.model(*inputs)
+                    out = model(*inputs)
                     elapsed_us = (self.perf() - t0) * 1e6
             except BaseException:
                 if guard is not None:
@@ -418,10 +424,23 @@ class Harness:
         return tensors, problems, structure
 
     def _fingerprints(self, out, inputs: list) -> list[int]:  # type: ignore[no-untyped-def]
-        """A sum of the bytes of each output tensor: enough to see that an output changed after the call."""
+        """Sums of each output tensor's bytes read as 64-bit words (all of them, and every third one, which a
+        reordering changes): enough to see that an output changed after the call. Summing 64-bit words instead
+        of single bytes makes this a memory-speed pass (on a CPU, 2 ms instead of 100 ms for 16 MB)."""
+        torch = self.torch
         tensors, _, _ = self._flatten(out, inputs)
-        return [int(self.torch.sum(t.detach().contiguous().view(-1).view(self.torch.uint8), dtype=self.torch.int64))
-                for t in tensors]
+        prints: list[int] = []
+        for t in tensors:
+            raw = t.detach().contiguous().view(-1).view(torch.uint8)
+            words = raw.numel() // 8
+            try:
+                wide = raw[: words * 8].view(torch.int64)
+            except RuntimeError:  # a storage offset that is not a multiple of 8 bytes
+                prints += [int(torch.sum(raw, dtype=torch.int64)), 0]
+                continue
+            tail = int(torch.sum(raw[words * 8:], dtype=torch.int64)) if raw.numel() % 8 else 0
+            prints += [int(wide.sum()) + tail, int(wide[::3].sum())]
+        return prints
 
     def _save(self, tensors: list, name: str) -> None:
         if "/" in name or name.startswith("."):
@@ -513,23 +532,86 @@ class Harness:
         return {"calls": n}
 
     def op_time_batch(self, msg: dict) -> dict:
-        self.batch_outputs = []
+        """Timed calls on input sets msg["order"]; the parent sends one call per request (timing.py), so that its
+        own clock sees each call, and "append" keeps the outputs of the batch's earlier calls for save_batch."""
+        if not msg.get("append"):
+            self.batch_outputs = []
         times = []
         changes = msg.get("perturb") or [None] * len(msg["order"])
-        for k, change in zip(msg["order"], changes, strict=True):
-            self._perturb(int(k), change)
-            inputs = self._set_inputs(int(k))
-            self._poison()
-            self.flush_buf.fill_(1)
-            self._sync()
-            out, us = self._timed_call(inputs)
-            times.append(us)
-            if msg.get("keep", True):
-                # Fingerprinted as soon as the timer stops: an output still being written by a thread left running,
-                # or the same memory returned again by a later call, no longer matches when it is saved.
-                self.batch_outputs.append((out, inputs, self._fingerprints(out, inputs)))
-            del out
-        return {"times_us": times}
+        policy = self.policy
+        if msg.get("record") is not None:
+            # The parent chose whether the guard's op record runs on these calls (timing.py).
+            self.policy = {**policy, "record_ops": bool(msg["record"])}
+        try:
+            for k, change in zip(msg["order"], changes, strict=True):
+                times.append(self._one_timed_call(int(k), change, bool(msg.get("keep", True))))
+        finally:
+            self.policy = policy
+        return {"times_us": times, "phases_us": self.phases_us}
+
+    def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None) -> float:  # type: ignore[no-untyped-def]
+        # phases_us: where the harness's time goes around the timed call (a diagnostic the parent reports as the
+        # child's word; the parent's own clock is what it checks).
+        perf, phases = self.perf, self.phases_us
+        t0 = perf()
+        self._perturb(k, change)
+        inputs = self._set_inputs(k)
+        t1 = perf()
+        self._poison()
+        self.flush_buf.fill_(1)
+        self._sync()
+        t2 = perf()
+        out, us = self._timed_call(inputs, model, guards)
+        t3 = perf()
+        if keep:
+            # Fingerprinted as soon as the timer stops: an output still being written by a thread left running,
+            # or the same memory returned again by a later call, no longer matches when it is saved.
+            self.batch_outputs.append((out, inputs, self._fingerprints(out, inputs)))
+        del out
+        t4 = perf()
+        for name, spent in (("inputs", t1 - t0), ("poison_flush", t2 - t1), ("call", t3 - t2), ("fingerprint", t4 - t3)):
+            phases[name] = phases.get(name, 0.0) + spent * 1e6
+        return us
+
+    def op_null_call(self, msg: dict) -> dict:
+        """Trusted roles: the harness's work around one timed call of the solution, with a forward that does
+        nothing (it returns a tensor of the output's size): the same input change, poison, flush, synchronise,
+        events, guard and fingerprint. The parent times this request with its own clock: what a solution's call
+        took beyond it is the solution's own time, which bounds the time the solution reports (timing.py)."""
+        if self.role == "solution":
+            raise HarnessError("internal", "not for the solution")
+        torch = self.torch
+        nbytes = max(1, int(msg.get("output_bytes", 1)))
+        if getattr(self, "null_out", None) is None or self.null_out.numel() != nbytes:
+            self.null_out = torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
+        if self.null_guards is None:
+            self.null_guards = self._null_guards(msg.get("policy") or {})
+        poison, self.poison_bytes = self.poison_bytes, int(msg.get("poison_bytes", 0))
+        keep = bool(msg.get("keep", True))
+        try:
+            self.batch_outputs = []
+            change = msg.get("change")
+            if change and change[0] != "fresh":
+                # The same one-element copy, onto itself: the cost of the change, and this set stays as the
+                # solution's replays expect it.
+                change = [change[0], change[1], change[1]]
+            us = self._one_timed_call(int(msg["set"]), change, keep, lambda *a: self.null_out,
+                                      self.null_guards or None)
+        finally:
+            self.poison_bytes, self.batch_outputs = poison, []
+        return {"times_us": [us]}
+
+    def _null_guards(self, policy: dict):  # type: ignore[no-untyped-def]
+        """The solution's per-call guard, for the null call's cost (its process-wide hooks are not installed in a
+        trusted process); False where it cannot run here."""
+        try:
+            from gpu_runner import guards
+            self.policy = {**policy, "record_ops": False}  # the audited calls are those the record skipped
+            with guards.forward_guard(policy):
+                pass
+            return types.SimpleNamespace(forward_guard=guards.forward_guard)
+        except Exception:  # noqa: BLE001 - the null call then lacks the guard's cost, which only loosens the bound
+            return False
 
     def op_save_batch(self, msg: dict) -> dict:
         saved = {}

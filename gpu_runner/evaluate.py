@@ -87,6 +87,8 @@ class Session:
         self.build_seconds = 0.0
         self.prestarted = False  # set by gpu_runner/warm.py for a child started before its job
         self.lock_wait_s = 0.0  # spent by the parent waiting for the host's GPU lock: not the child's time
+        # Per op: [requests, seconds by the parent's clock, build time excluded]: where an evaluation's time goes.
+        self.op_seconds: dict[str, list[float]] = {}
 
     def begin(self, on_build: Callable[[Any], dict[str, Any]] | None) -> None:
         """A pre-started child takes its job: its life is counted from now (gpu_runner/warm.py)."""
@@ -94,6 +96,15 @@ class Session:
         self.started = time.monotonic()
 
     def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
+        t0, built = time.monotonic(), self.build_seconds
+        try:
+            return self._request(op, timeout=timeout, **fields)
+        finally:
+            entry = self.op_seconds.setdefault(op, [0, 0.0])
+            entry[0] += 1
+            entry[1] += time.monotonic() - t0 - (self.build_seconds - built)
+
+    def _request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
         channel = self.child.channel
         try:
             channel.send({"op": op, **fields})
@@ -220,6 +231,7 @@ class _Run:
         self.problem_source, self.solution_source, self.meta = problem_source, solution_source, meta
         self.device, self.seed, self.on_stage, self.result = device, seed, on_stage, result
         self.sessions: list[Session] = []
+        self.all_sessions: list[Session] = []
         self.reference: Session | None = None
         self.trials_passed = False
         self.child_versions: dict[str, Any] = {}
@@ -254,6 +266,8 @@ class _Run:
             self.ref_thread.join(swallow=True)  # its child is gone: it ends at once
         if escaped:
             self.result["isolation"]["killed_escaped_processes"] = len(escaped)
+        self.result["op_seconds"] = {s.role: {op: [int(n), round(t, 3)] for op, (n, t) in s.op_seconds.items()}
+                                     for s in self.all_sessions}
 
     @contextlib.contextmanager
     def _device_lock(self, phase: str, *, shared: bool = False) -> Iterator[None]:
@@ -282,6 +296,7 @@ class _Run:
             s.begin(on_build)
         self.result["checks"].setdefault("prestarted", {})[role] = s.prestarted
         self.sessions.append(s)
+        self.all_sessions.append(s)
         (s.workdir / "problem.py").write_text(self.problem_source)
         if role == "solution":
             (s.workdir / "solution.py").write_text(self.solution_source)
@@ -586,11 +601,25 @@ class _Run:
                                              "inputs, so a result cached from an earlier call is wrong)")
                 (sol.workdir / files[str(pos)]).unlink(missing_ok=True)
 
+        policy = self._load_fields("solution")["policy"]
+
+        def null_call(k: int, change: Any, keep: bool) -> tuple[float, float]:
+            """The harness's work of one timed call in the trusted process, by the parent's clock (seconds) and
+            by the kernel's count of its busiest thread's CPU time (us)."""
+            with self.timed("timing_clock_audit"), sandbox.stopped(sol.child):
+                cpu0 = sandbox.thread_cpu_ns(ref.child)
+                t0 = time.perf_counter()
+                self._trusted(ref, "null_call", set=k, change=change, keep=keep, output_bytes=self.output_bytes,
+                              poison_bytes=self._poison_bytes(), policy=policy)
+                wall = time.perf_counter() - t0
+                return wall, sandbox.busiest_thread_us(cpu0, sandbox.thread_cpu_ns(ref.child))
+
         try:
             with self._device_lock("solution"):
                 t = timing.run_timing(_UntrustedTiming(self, sol), device=self.device, n_sets=self.n_sets,
                                       check_batch=check_batch, perturbable=self.perturbable,
-                                      output_bytes=self.output_bytes)
+                                      output_bytes=self.output_bytes, null_call=null_call,
+                                      cpu_clock=lambda: sandbox.thread_cpu_ns(sol.child))
         except timing.TimingRejected as e:
             self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule {e.rule} broken: {e.message}", e.rule) from None
@@ -598,7 +627,10 @@ class _Run:
         self.result["stats"] = stats
         self.result["runtime_us"] = stats["median_us"]
         self.result["checks"].update({"timed_calls_checked": t["checked_calls"], "memoization": t["memo"],
-                                      "fresh_inputs": t["fresh"], "wall_per_call_us": t["wall_per_call_us"]})
+                                      "fresh_inputs": t["fresh"], "wall_per_call_us": t["wall_per_call_us"],
+                                      "clock_audit": t["clock_audit"],
+                                      # The child's own word, for where the time goes; not used for any decision.
+                                      "timing_phases_us_reported": t["child_phases_us"]})
         median = stats["median_us"]
         # The perturbed inputs already make memoised results fail the checks; this timing heuristic (noisy on
         # a busy host) decides only where a problem turned the perturbation off.

@@ -14,6 +14,7 @@ What is in force is recorded in every result (`isolation`), because it depends o
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,6 +319,25 @@ def _marked(marker: str) -> list[psutil.Process]:
     return found
 
 
+@contextlib.contextmanager
+def stopped(child: Child) -> Iterator[None]:
+    """The child's process group stopped (SIGSTOP) while the block runs, then continued: nothing it left running
+    (a thread, a forked helper) can load the host while the parent measures something else. A process that left
+    the group is not stopped; the guards and the sweep after the evaluation deal with those."""
+    try:
+        os.killpg(child.proc.pid, signal.SIGSTOP)
+    except (ProcessLookupError, PermissionError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        try:
+            os.killpg(child.proc.pid, signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def kill(child: Child, *, remove_dir: bool = True) -> list[int]:
     """Kill the child, its process group, every descendant and anything carrying its marker; wait for them.
 
@@ -575,6 +596,33 @@ def _harness_pid(child: Child) -> int:
         return kids[0].pid if kids else child.proc.pid
     except psutil.Error:
         return child.proc.pid
+
+
+def thread_cpu_ns(child: Child) -> dict[int, int]:
+    """CPU time of each thread of the child's Python process, in ns, from the kernel's scheduler statistics
+    (/proc/PID/task/TID/schedstat): what the child ran, not what it says, and no waiting for a CPU in it.
+    Empty where the kernel does not keep these statistics."""
+    pid = getattr(child, "harness_pid", None)
+    if pid is None:
+        pid = child.harness_pid = _harness_pid(child)  # type: ignore[attr-defined]
+    out: dict[int, int] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def busiest_thread_us(before: dict[int, int], after: dict[int, int]) -> float:
+    """The most CPU time one thread ran between two thread_cpu_ns readings, in us: a lower bound of the wall time
+    between them (a thread cannot run longer than the time that passed)."""
+    return max((after[t] - before.get(t, 0) for t in after), default=0) / 1000.0
 
 
 def observed_isolation(child: Child) -> dict[str, Any]:

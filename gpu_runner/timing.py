@@ -17,6 +17,8 @@ import statistics
 import time
 from typing import Any
 
+from gpu_runner.sandbox import busiest_thread_us
+
 TARGET_RSE = 0.01
 MIN_REPS = 20
 MAX_REPS = int(os.environ.get("KERNELHUB_MAX_REPS", "2000"))
@@ -95,8 +97,53 @@ def batch_limits(device: str, output_bytes: int) -> tuple[int, int]:
     return longest, max(1, CHECK_BYTES[device] // output_bytes)
 
 
+# The parent's clock (the clock audit). Native code can rewrite the solution process's timers (its CUDA events,
+# its perf_counter) and report any time it likes, so every timed call is its own request, timed by the parent.
+# Right after about half of the calls on reused sets (chosen at random, recorded calls and fresh sets left out),
+# the trusted reference repeats that call's harness work with a forward that does nothing (child.op_null_call),
+# timed the same way while the solution's processes are stopped. A call's own time, by a clock the solution
+# cannot touch, is then its request's wall time minus its null call's. Scheduling noise only adds time to
+# either, so the audit takes a lower 95% confidence bound of the median of those differences (order statistics):
+# on a quiet host it is close to the real time; on a loaded one it falls and the audit says less. The reported
+# median must be at least CLOCK_RATIO x that bound, less CLOCK_SLACK_US, or the times are rejected as forged:
+# a forgery gains at most 1 / CLOCK_RATIO. The solution can only add time to its own requests, which raises
+# the differences; it cannot lower the bound. The slack covers what the null call lacks: the solution's
+# process-wide guards (an audit hook) make its requests some 25 us costlier. On a CPU the clock is the busiest
+# thread's CPU time (clock_audit), and the ratio is looser: CPU time is noisier under cache contention.
+CLOCK_RATIO = {"cuda": 0.8, "cpu": 0.7}
+CLOCK_SLACK_US = {"cuda": 60.0, "cpu": 300.0}
+AUDIT_ONE_IN = 2
+RECORD_FIRST, RECORD_ONE_IN = 8, 8
+
+
+def median_lower_bound(values: list[float]) -> float:
+    """A distribution-free lower 95% confidence bound for the median of values (binomial order statistic)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    lo = int(math.floor(n / 2 - 0.98 * math.sqrt(n))) - 1
+    return ordered[max(0, lo)]
+
+
+def clock_audit(reported_median_us: float, audits: list[tuple[float, ...]], device: str) -> dict[str, Any]:
+    """audits: (reported us, request wall us, null call wall us, request's busiest-thread CPU us, null call's)
+    per audited call; see CLOCK_RATIO. On a CPU the solution's own time is measured in CPU time (the busiest
+    thread's, from the kernel's scheduler statistics): a thread cannot run longer than the wall time that passed,
+    and unlike the wall clock it does not grow while a loaded host keeps the process waiting. Where the kernel
+    keeps no such statistics (every reading 0), the wall clock is used."""
+    by_cpu = device == "cpu" and any(a[3] > 0 for a in audits)
+    own = [a[3] - a[4] for a in audits] if by_cpu else [a[1] - a[2] for a in audits]
+    bound = median_lower_bound(own)
+    floor = CLOCK_RATIO[device] * bound - CLOCK_SLACK_US[device]
+    return {"calls": len(own), "clock": "thread CPU time" if by_cpu else "wall", "reported_median_us":
+            reported_median_us, "parent_clock_median_us": statistics.median(own),
+            "parent_clock_lower_bound_us": bound,
+            "null_call_median_us": statistics.median(a[4] if by_cpu else a[2] for a in audits), "floor_us": floor,
+            "ok": reported_median_us >= floor}
+
+
 def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None,
-               perturbable: list[list[int]] | None = None, output_bytes: int = 0) -> dict[str, Any]:
+               perturbable: list[list[int]] | None = None, output_bytes: int = 0,
+               null_call: Any = None, cpu_clock: Any = None) -> dict[str, Any]:
     """Adaptive timing in `session` (a child already loaded and with n_sets input sets prepared).
 
     For the solution, check_batch(positions, order, perturb) checks a sample of each batch (it raises to stop
@@ -105,7 +152,11 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     by pointer, shape or content is stale, and the checked calls catch it. One call in FRESH_ONE_IN instead
     regenerates its set from a fresh seed (a change ["fresh", seed]), which defeats recomputing only what
     changed; for the solution, calls on reused sets much faster than fresh ones are rejected (`memoization`).
-    Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us"}.
+    With null_call(set, change, keep) -> (seconds, busiest thread's CPU us) (the trusted process's null call,
+    timed by the parent with the solution stopped) and cpu_clock() -> sandbox.thread_cpu_ns of the solution, the reported times are audited against the parent's clock (clock_audit; TimingRejected
+    "timing_forged").
+    Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us", "clock_audit",
+    "child_phases_us"}.
     """
     rng = random.SystemRandom()
     session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
@@ -115,6 +166,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     fresh_times: list[float] = []
     reused_times: list[float] = []
     checked = 0
+    audits: list[tuple[float, ...]] = []  # clock_audit's entries
+    phases: Any = None
     budget_end = time.monotonic() + BUDGET_S[device]
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
     batch = min(10, longest)
@@ -130,16 +183,29 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
                 perturb.append([j, rng.randrange(numel), rng.randrange(numel)])
             else:
                 perturb.append(None)
-        t0 = time.perf_counter()
-        reply = session.request("time_batch", order=order, keep=check_batch is not None, perturb=perturb)
-        wall = time.perf_counter() - t0
-        batch_times = validate_times(reply.get("times_us"), len(order))
-        if sum(batch_times) > wall * 1e6 * 1.05 + 1000:
-            raise TimingRejected(
-                "timing_inconsistent",
-                f"the reported times add up to {sum(batch_times):.0f} us but the batch took {wall * 1e6:.0f} us "
-                "by the evaluator's clock",
-            )
+        batch_times: list[float] = []
+        for pos in range(batch):
+            # Whether the guard's op record runs on this call (guards.forward_guard), chosen here: the first calls
+            # and then one in RECORD_ONE_IN. Recorded calls cost the harness more and are left out of the audit.
+            record = len(times) + pos < RECORD_FIRST or rng.randrange(RECORD_ONE_IN) == 0
+            cpu0 = cpu_clock() if cpu_clock is not None else None
+            t0 = time.perf_counter()
+            reply = session.request("time_batch", order=[order[pos]], keep=check_batch is not None,
+                                    perturb=[perturb[pos]], append=pos > 0, record=record)
+            wall_us = (time.perf_counter() - t0) * 1e6
+            cpu_us = busiest_thread_us(cpu0, cpu_clock()) if cpu_clock is not None and cpu0 is not None else 0.0
+            [t] = validate_times(reply.get("times_us"), 1)
+            if t > wall_us * 1.05 + 1000:
+                raise TimingRejected(
+                    "timing_inconsistent",
+                    f"a call was reported to take {t:.0f} us but its request took {wall_us:.0f} us by the "
+                    "evaluator's clock")
+            batch_times.append(t)
+            fresh_call = bool(perturb[pos]) and perturb[pos][0] == "fresh"
+            if null_call is not None and not record and not fresh_call and rng.randrange(AUDIT_ONE_IN) == 0:
+                null_s, null_cpu_us = null_call(order[pos], perturb[pos], check_batch is not None)
+                audits.append((t, wall_us, null_s * 1e6, cpu_us, null_cpu_us))
+        phases = reply.get("phases_us")
         if check_batch is not None:
             # Picked after the batch ran, so the solution cannot know which calls are checked.
             positions = sorted(rng.sample(range(len(order)), k=max(1, min(most_checks, len(order) // 3))))
@@ -161,6 +227,17 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         if len(times) >= MAX_REPS or (time.monotonic() > budget_end and compared):
             break
         batch = min(longest, batch * 2)
+    audit = None
+    if audits:
+        audit = clock_audit(summarize(times)["median_us"], audits, device)
+        if not audit["ok"]:
+            raise TimingRejected(
+                "timing_forged",
+                f"the timed calls were reported at {audit['reported_median_us']:.1f} us (median) but took at least "
+                f"{audit['parent_clock_lower_bound_us']:.1f} us each (95% bound; median "
+                f"{audit['parent_clock_median_us']:.1f} us) by the evaluator's clock beyond the harness's own work "
+                f"({audit['null_call_median_us']:.1f} us per call, measured in the trusted process): the solution's "
+                "timer was tampered with. Leave the timers and the runtime's functions alone")
     # The parent's own clock on back-to-back calls: work that escapes the timed window shows up here.
     order = [rng.randrange(n_sets) for _ in range(max(5, min(50, len(times) // 4)))]
     t0 = time.perf_counter()
@@ -187,5 +264,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
                 f"calls on freshly generated inputs {fresh_med:.1f} us: the kernel reuses work from earlier calls. "
                 "Compute every output from its inputs on every call",
             )
+    child_phases = {k: round(float(v), 1) for k, v in phases.items() if isinstance(v, (int, float))} \
+        if isinstance(phases, dict) else None
     return {"times_us": times, "stats": summarize(times), "checked_calls": checked, "memo": memo,
-            "fresh": fresh, "wall_per_call_us": wall_per_call_us}
+            "fresh": fresh, "wall_per_call_us": wall_per_call_us, "clock_audit": audit,
+            "child_phases_us": child_phases}

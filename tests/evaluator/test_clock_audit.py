@@ -1,0 +1,102 @@
+"""The clock audit's decision (gpu_runner/timing.py) and the parent's own readings of a child (sandbox.py):
+the per-call bound that stops times forged by native code. The evaluations that exercise it end to end are
+tests/exploits/test_forged_timing.py (CPU, and CUDA on the H200)."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gpu_runner import sandbox, timing
+
+
+def test_the_median_lower_bound_is_an_order_statistic_below_the_median():
+    values = [float(v) for v in range(1, 101)]
+    bound = timing.median_lower_bound(values)
+    assert bound in values
+    assert 35 <= bound < 50.5  # about 1.96 standard errors of a median of 100 below it
+    assert timing.median_lower_bound([5.0, 1.0, 3.0]) == 1.0  # few values: the smallest
+
+
+def _audits(reported: float, own: float, null: float, n: int = 30, device: str = "cuda") -> list[tuple]:
+    # (reported us, request wall us, null wall us, request's busiest-thread CPU us, null's)
+    return [(reported, null + own, null, 0.0, 0.0) for _ in range(n)]
+
+
+def test_a_time_reported_at_half_of_what_the_parents_clock_saw_is_refused():
+    audit = timing.clock_audit(500.0, _audits(500.0, own=1000.0, null=300.0), "cuda")
+    assert audit["ok"] is False
+    assert audit["parent_clock_lower_bound_us"] == pytest.approx(1000.0)
+
+
+def test_an_honest_time_passes_and_so_does_one_within_the_ratio():
+    assert timing.clock_audit(1000.0, _audits(1000.0, own=1010.0, null=300.0), "cuda")["ok"] is True
+    # 0.8 x 1000 - 60 = 740: a forgery to 0.85 x is within the bound, by design (it gains at most 1 / 0.8)
+    assert timing.clock_audit(850.0, _audits(850.0, own=1000.0, null=300.0), "cuda")["ok"] is True
+
+
+def test_noise_the_solution_adds_to_its_own_requests_cannot_lower_the_bound():
+    quiet = _audits(400.0, own=1000.0, null=300.0)
+    # Half of its calls made slower by milliseconds: the differences only grow, the bound does not fall.
+    noisy = [(r, w + (5000.0 if i % 2 else 0.0), n, c, nc) for i, (r, w, n, c, nc) in enumerate(quiet)]
+    assert timing.clock_audit(400.0, noisy, "cuda")["parent_clock_lower_bound_us"] >= 1000.0
+    assert timing.clock_audit(400.0, noisy, "cuda")["ok"] is False
+
+
+def test_a_loaded_host_makes_the_audit_say_less_instead_of_failing_an_honest_kernel():
+    # The null calls as slow as the solution's or slower, by chance: the bound falls below the reported time.
+    audits = [(1000.0, 1300.0 + (i % 7) * 900.0, 300.0 + (i % 5) * 1200.0, 0.0, 0.0) for i in range(30)]
+    audit = timing.clock_audit(1000.0, audits, "cuda")
+    assert audit["ok"] is True and audit["parent_clock_lower_bound_us"] < 1000.0
+
+
+def test_on_a_cpu_the_busiest_threads_cpu_time_is_the_clock():
+    # Wall times swamped by waiting for a CPU; the CPU times still show 2 ms of own work against 0.5 reported.
+    audits = [(500.0, 90000.0, 95000.0, 2300.0, 300.0) for _ in range(20)]
+    audit = timing.clock_audit(500.0, audits, "cpu")
+    assert audit["clock"] == "thread CPU time"
+    assert audit["ok"] is False
+    # Without scheduler statistics (all zero) the wall clock is used.
+    assert timing.clock_audit(500.0, [(500.0, 900.0, 300.0, 0.0, 0.0)] * 20, "cpu")["clock"] == "wall"
+
+
+SPIN = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end: pass\n"
+
+
+@pytest.fixture
+def spinning_child(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", SPIN], start_new_session=True)
+    child = sandbox.Child(proc=proc, channel=None, workdir=tmp_path, marker="test")  # type: ignore[arg-type]
+    yield child
+    proc.kill()
+    proc.wait()
+
+
+def test_thread_cpu_time_is_read_from_the_kernel_for_the_childs_threads(spinning_child):
+    if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat"):
+        pytest.skip("this kernel keeps no scheduler statistics")
+    before = sandbox.thread_cpu_ns(spinning_child)
+    time.sleep(0.3)
+    after = sandbox.thread_cpu_ns(spinning_child)
+    assert spinning_child.proc.pid in after
+    spent = sandbox.busiest_thread_us(before, after)
+    assert 0 < spent <= 0.3e6 * 1.05 + 20000  # a thread cannot run longer than the wall time that passed
+
+
+def test_stopped_stops_the_childs_process_group_and_continues_it(spinning_child):
+    def state() -> str:
+        with open(f"/proc/{spinning_child.proc.pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    time.sleep(0.1)
+    with sandbox.stopped(spinning_child):
+        time.sleep(0.1)
+        assert state() == "T"
+        if os.path.exists(f"/proc/{spinning_child.proc.pid}/schedstat"):
+            before = sandbox.thread_cpu_ns(spinning_child)
+            time.sleep(0.2)
+            assert sandbox.busiest_thread_us(before, sandbox.thread_cpu_ns(spinning_child)) < 5000
+    time.sleep(0.1)
+    assert state() in ("R", "S")
