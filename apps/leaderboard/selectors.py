@@ -175,8 +175,10 @@ def _accepted(qs: QuerySet[Evaluation]) -> QuerySet[Evaluation]:
 def _best_per_entrant_problem(qs: QuerySet[Evaluation]) -> list[dict[str, Any]]:
     """One row per (entrant, problem) attempted: the accepted evaluation with the lowest runtime, or, where
     none was accepted, a failed one (`accepted` False): attempts and bests in one query."""
+    # `entrant_pk`, not `entrant_id`: that is Evaluation's own copy of the entrant, which rows made by bulk_create
+    # (benchmark seeds) may lack; the submission's is authoritative.
     ranked = qs.annotate(
-        entrant_id=F("submission__entrant_id"),
+        entrant_pk=F("submission__entrant_id"),
         problem_id=F("submission__problem_id"),
         accepted=Case(When(_ACCEPTED, then=Value(True)), default=Value(False), output_field=BooleanField()),
         place=Window(
@@ -187,7 +189,7 @@ def _best_per_entrant_problem(qs: QuerySet[Evaluation]) -> list[dict[str, Any]]:
     )
     return list(
         ranked.filter(place=1).order_by().values(
-            "id", "submission_id", "entrant_id", "problem_id", "accepted", "runtime_us", "speedup_vs_eager",
+            "id", "submission_id", "entrant_pk", "problem_id", "accepted", "runtime_us", "speedup_vs_eager",
             "speedup_vs_compile", "finished_at",
         )
     )
@@ -241,9 +243,9 @@ def board_data(
     attempted: dict[int, int] = defaultdict(int)
     best_by_entrant: dict[int, dict[int, Best]] = defaultdict(dict)
     for r in _best_per_entrant_problem(counted):
-        attempted[r["entrant_id"]] += 1
+        attempted[r["entrant_pk"]] += 1
         if r["accepted"]:
-            best_by_entrant[r["entrant_id"]][r["problem_id"]] = Best(
+            best_by_entrant[r["entrant_pk"]][r["problem_id"]] = Best(
                 r["problem_id"], r["runtime_us"], r["speedup_vs_eager"], r["speedup_vs_compile"],
                 r["finished_at"], r["id"], r["submission_id"],
             )
@@ -449,7 +451,7 @@ def problem_board(*, slug: str, pool: str) -> list[dict[str, Any]]:
     best = [r for r in _best_per_entrant_problem(counted) if r["accepted"]]
     entrants = {
         e["id"]: e
-        for e in Entrant.objects.filter(id__in=[r["entrant_id"] for r in best]).values(
+        for e in Entrant.objects.filter(id__in=[r["entrant_pk"] for r in best]).values(
             "id", "name", "slug", "kind", "sources_public"
         )
     }
@@ -458,7 +460,7 @@ def problem_board(*, slug: str, pool: str) -> list[dict[str, Any]]:
     )
     entries: list[dict[str, Any]] = []
     for r in best:
-        e = entrants[r["entrant_id"]]
+        e = entrants[r["entrant_pk"]]
         entries.append({
             "entrant": e["name"], "entrant_slug": e["slug"], "kind": e["kind"], "is_baseline": False,
             "sources_public": e["sources_public"], "submission_id": r["submission_id"], "evaluation_id": r["id"],
