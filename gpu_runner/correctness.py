@@ -58,8 +58,35 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def reference_problems(expected: list[torch.Tensor], meta: dict[str, Any]) -> list[str]:
+def _work_device(device: str) -> torch.device | None:
+    """Where the parent does its arithmetic on outputs: the GPU the evaluation runs on, where it has one (on
+    the H200 host, CPU comparisons of outputs of gigabytes took 7-27 s each, beside other work on the cores);
+    None for the CPU."""
+    if device != "cuda":
+        return None
+    try:
+        return torch.device("cuda") if torch.cuda.is_available() else None
+    except Exception:  # noqa: BLE001 - no usable CUDA in this process: the CPU does it
+        return None
+
+
+def _on(t: torch.Tensor, dev: torch.device | None) -> torch.Tensor:
+    return t if dev is None or t.device == dev else t.to(dev)
+
+
+def reference_problems(expected: list[torch.Tensor], meta: dict[str, Any], device: str = "cpu") -> list[str]:
     """What is wrong with a problem whose reference produced these outputs; empty when they can judge a solution."""
+    dev = _work_device(device)
+    try:
+        return _reference_problems([_on(t, dev) for t in expected], meta)
+    except torch.cuda.OutOfMemoryError:
+        return _reference_problems(expected, meta)
+    finally:
+        if dev is not None:
+            torch.cuda.empty_cache()
+
+
+def _reference_problems(expected: list[torch.Tensor], meta: dict[str, Any]) -> list[str]:
     problems = []
     for i, ref in enumerate(expected):
         where = f"output {i}" if len(expected) > 1 else "the output"
@@ -75,7 +102,23 @@ def reference_problems(expected: list[torch.Tensor], meta: dict[str, Any]) -> li
     return problems
 
 
-def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[str, Any]) -> Comparison:
+def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[str, Any],
+            device: str = "cpu") -> Comparison:
+    """expected vs got (CPU tensors, as read from the children's files); with device "cuda" the arithmetic runs on
+    this process's GPU where it has one, and on the CPU if the GPU lacks the memory."""
+    dev = _work_device(device)
+    if dev is None:
+        return _compare(expected, got, meta, None)
+    try:
+        return _compare(expected, got, meta, dev)
+    except torch.cuda.OutOfMemoryError:
+        return _compare(expected, got, meta, None)
+    finally:
+        torch.cuda.empty_cache()
+
+
+def _compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[str, Any],
+             dev: torch.device | None) -> Comparison:
     if len(expected) != len(got):
         return Comparison(False, f"the model returned {len(got)} tensor(s), the reference {len(expected)}")
     result = Comparison(True)
@@ -87,6 +130,7 @@ def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[st
             return Comparison(False, f"{where}shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
         if out.dtype != ref.dtype:
             return Comparison(False, f"{where}dtype {out.dtype}, expected {ref.dtype}")
+        ref, out = _on(ref, dev), _on(out, dev)
         if _exact(ref.dtype):
             diff = out != ref
             if bool(diff.any()):
@@ -148,6 +192,7 @@ def compare(expected: list[torch.Tensor], got: list[torch.Tensor], meta: dict[st
 # Elements per chunk of the fast path: the float64 temporaries of one chunk stay in the CPU's caches' reach
 # instead of several full-size copies of a multi-gigabyte output.
 CHUNK = 1 << 20
+CHUNK_GPU = 1 << 26  # on a GPU, large chunks: each one costs a few synchronising reads back to the host
 
 
 def _passing_in_chunks(ref: torch.Tensor, out: torch.Tensor, atol: float, rtol: float,
@@ -162,12 +207,13 @@ def _passing_in_chunks(ref: torch.Tensor, out: torch.Tensor, atol: float, rtol: 
         return None
     work = torch.float64 if ref.dtype == torch.float64 else torch.float32
     r_all, o_all = ref.reshape(-1), out.reshape(-1)
+    chunk = CHUNK if ref.device.type == "cpu" else CHUNK_GPU
     max_abs = max_rel = 0.0
     ref_sq = err_sq = 0.0
     floor = atol if atol > 0 else 1e-30
-    for start in range(0, r_all.numel(), CHUNK):
-        r = r_all[start:start + CHUNK].to(work, copy=True)
-        o = o_all[start:start + CHUNK].to(work, copy=True)
+    for start in range(0, r_all.numel(), chunk):
+        r = r_all[start:start + chunk].to(work, copy=True)
+        o = o_all[start:start + chunk].to(work, copy=True)
         err = o.sub_(r).abs_()
         r_abs = r.abs_()
         if not bool((err <= r_abs * rtol + atol).all()):

@@ -469,7 +469,7 @@ class _Run:
             self.expected.append(ref.tensors(f"ref_trial_{i}.pt"))
             self.structure = reply["structure"]
             self.ref_changes_inputs |= bool(reply.get("changed_inputs"))
-            unusable = correctness.reference_problems(self.expected[-1], self.meta)
+            unusable = correctness.reference_problems(self.expected[-1], self.meta, self.device)
             if unusable:
                 raise EvaluatorError(f"the problem cannot judge solutions (trial {i + 1}): {'; '.join(unusable)}")
             if i == 0:
@@ -499,7 +499,7 @@ class _Run:
         reply = self._trusted(ref, "trial", seed=seed, rng_seed=_derived_seed(self.seed, "rerun", 0),
                               file="ref_trial_again.pt")
         again = ref.tensors("ref_trial_again.pt") if not reply["problems"] else []
-        cmp = correctness.compare(self.expected[0], again, self.meta)
+        cmp = correctness.compare(self.expected[0], again, self.meta, self.device)
         if reply.get("structure") != self.structure or not cmp.ok:
             differs = cmp.message if reply.get("structure") == self.structure else \
                 f"the output is {reply.get('structure')}, then {self.structure}"
@@ -513,7 +513,7 @@ class _Run:
         return int(min(2 * self.output_bytes + (1 << 20), 1 << 30))
 
     def _compare(self, expected: list[Any], got: list[Any], where: str) -> correctness.Comparison:
-        cmp = correctness.compare(expected, got, self.meta)
+        cmp = correctness.compare(expected, got, self.meta, self.device)
         checks = self.result["checks"]
         checks["max_abs_err"] = max(checks.get("max_abs_err", 0.0), cmp.max_abs_err)
         checks["max_rel_fro_err"] = max(checks.get("max_rel_fro_err", 0.0), cmp.rel_fro_err)

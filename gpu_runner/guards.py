@@ -775,12 +775,19 @@ def _install_library_guards() -> None:
     sys.meta_path.insert(0, _GuardOnImport(_cupy_module_kind, _guard_cupy_module))
 
 
-def _check_library_guards() -> None:
+def _late_library_guards() -> None:
+    """Guards a CuPy namespace that reached sys.modules without the import guard seeing it run. On the H200
+    (2026-11-30) an honest CuPy solution's cupyx got there that way, through CuPy's own imports, so this is not
+    taken as tampering; names bound from such a module before it is guarded stay unguarded, and the static
+    rules name every CuPy library import (docs/ANTICHEAT.md)."""
     for name in _CUPY_NAMESPACES:
         module = sys.modules.get(name)
         if module is not None and id(module) not in _library_modules:
-            _add("guard_tampered", f"{name} was imported around the evaluator's import guard; do not change "
-                 "sys.meta_path or the import system")
+            _guard_cupy_module(module)
+
+
+def _check_library_guards() -> None:
+    _late_library_guards()
     for holder, name, guard, label in _library_wrapped:
         if _lookup(holder, name) is not guard:
             _add("harness_patched", f"{label} was replaced or removed; the evaluator guards library routines: "
@@ -865,6 +872,7 @@ def forward_guard(policy: dict) -> Iterator[None]:
     """
     global _in_forward, _forward_calls
     allowed = _allowed_ops(policy)
+    _late_library_guards()
     native_before = _native_threads()
     block = policy.get("block_torch", True)
     record_ops = policy.get("record_ops", "sampled")
