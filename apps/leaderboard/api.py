@@ -2,7 +2,12 @@
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -11,7 +16,11 @@ from rest_framework.views import APIView
 
 from apps.devices.models import HardwarePool
 from apps.leaderboard import ane, selectors
+from apps.submissions.api import ERROR_SCHEMA
 from apps.submissions.models import Problem
+
+# Which board a leaderboard answer is: the GPU and CPU pools' columns, or the Neural Engine's.
+BOARD_KERNELBENCH, BOARD_ANE = "kernelbench", "ane"
 
 HARDWARE_PARAM = OpenApiParameter(
     "hardware", OpenApiTypes.STR, description="Hardware pool slug (cpu, h200, ...). Default: the site's default pool."
@@ -81,7 +90,10 @@ class LeaderboardApi(APIView):
             error_messages={"invalid": "p must be a number such as 1.0 or 1.5 (the speedup threshold)."},
         )
 
+    @extend_schema_serializer(component_name="Leaderboard")
     class OutputSerializer(serializers.Serializer):
+        board = serializers.CharField(help_text="'kernelbench': this shape (GPU and CPU pools); an ANE pool answers "
+                                      "with AneLeaderboard's shape and 'ane'.")
         hardware = serializers.CharField()
         level = serializers.IntegerField(allow_null=True)
         p = serializers.FloatField(allow_null=True)
@@ -94,13 +106,23 @@ class LeaderboardApi(APIView):
         summary="The leaderboard of a hardware pool",
         description="One row per entrant (the baselines PyTorch eager and torch.compile always included), ranked. "
         "Rates are fractions of ALL active problems of the pool (and level): unattempted and failed problems "
-        "count as not fast. fast_p fields appear when p is given.",
+        "count as not fast. fast_p fields appear when p is given. An ANE pool (`<chip>-ane`) answers with its own "
+        "board, the same JSON as /api/v1/leaderboard/ane/ (`board` says which); level and p do not apply there.",
         parameters=[
             HARDWARE_PARAM,
             OpenApiParameter("level", OpenApiTypes.INT, description="KernelBench level (1, 2, 3, ...)."),
             OpenApiParameter("p", OpenApiTypes.FLOAT, description="Speedup threshold for fast_p (0 = correctness)."),
         ],
-        responses={200: OutputSerializer},
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="LeaderboardOfAnyPool",
+                # Lazy: the ANE view is defined below.
+                serializers=lambda: {BOARD_KERNELBENCH: LeaderboardApi.OutputSerializer,
+                                     BOARD_ANE: AneLeaderboardApi.OutputSerializer},
+                resource_type_field_name="board",
+            ),
+            400: ERROR_SCHEMA, 404: ERROR_SCHEMA,
+        },
     )
     def get(self, request: Request) -> Response:
         params = self.InputSerializer(data=request.query_params)
@@ -108,10 +130,18 @@ class LeaderboardApi(APIView):
         data = params.validated_data
         pool = _pool_or_404(data.get("hardware") or settings.DEFAULT_HARDWARE_POOL)
         level, p = data.get("level"), data.get("p")
+        if pool.kind == HardwarePool.KIND_ANE:
+            # Its columns are not speedups over PyTorch: answer with the ANE board rather than GPU columns of nulls.
+            unused = {name: [f"{name} does not apply to an ANE pool's board: leave it out "
+                             f"(/api/v1/leaderboard/?hardware={pool.slug})."]
+                      for name in ("level", "p") if name in data}
+            if unused:
+                raise serializers.ValidationError(unused)
+            return Response(_ane_answer(pool))
         rows = selectors.leaderboard_rows(pool=pool.slug, level=level, p=1.0 if p is None else p)
         row_serializer = RowSerializer if p is None else LeaderboardRowSerializer
         return Response({
-            "hardware": pool.slug, "level": level, "p": p,
+            "board": BOARD_KERNELBENCH, "hardware": pool.slug, "level": level, "p": p,
             "problems": rows[0].problems if rows else 0,
             "geomean_over": "solved",
             "rows": row_serializer(rows, many=True).data,
@@ -124,6 +154,7 @@ class ProblemLeaderboardApi(APIView):
     class InputSerializer(serializers.Serializer):
         hardware = serializers.SlugField(required=False, max_length=40)
 
+    @extend_schema_serializer(component_name="ProblemLeaderboard")
     class OutputSerializer(serializers.Serializer):
         problem = serializers.CharField()
         hardware = serializers.CharField()
@@ -193,7 +224,9 @@ class AneLeaderboardApi(APIView):
         hardware = serializers.SlugField(max_length=40, error_messages={
             "required": "Name the ANE pool: ?hardware=m4-ane (a `<chip>-ane` slug)."})
 
+    @extend_schema_serializer(component_name="AneLeaderboard")
     class OutputSerializer(serializers.Serializer):
+        board = serializers.CharField(help_text="Always 'ane' here (see Leaderboard).")
         hardware = serializers.CharField()
         problems = serializers.IntegerField()
         rows = AneRowSerializer(many=True)
@@ -205,7 +238,7 @@ class AneLeaderboardApi(APIView):
         description="From results Mac runners reported: speedup over Core ML's default conversion, TFLOPS, and the "
         "shares of ops and cost placed on the Neural Engine (docs/ANE.md). Empty rows until a Mac reports.",
         parameters=[OpenApiParameter("hardware", OpenApiTypes.STR, required=True, description="An ANE pool slug.")],
-        responses={200: OutputSerializer},
+        responses={200: OutputSerializer, 400: ERROR_SCHEMA, 404: ERROR_SCHEMA},
     )
     def get(self, request: Request) -> Response:
         params = self.InputSerializer(data=request.query_params)
@@ -213,10 +246,15 @@ class AneLeaderboardApi(APIView):
         pool = _pool_or_404(params.validated_data["hardware"])
         if pool.kind != HardwarePool.KIND_ANE:
             raise NotFound(f"Pool '{pool.slug}' is not an ANE pool: use /api/v1/leaderboard/?hardware={pool.slug}.")
-        data = ane.ane_board(pool=pool.slug)
-        entries = [e for item in data["problems"] for e in item["entries"]]
-        return Response({
-            "hardware": pool.slug, "problems": data["suite_size"],
-            "rows": AneRowSerializer(data["rows"], many=True).data,
-            "entries": AneEntrySerializer(entries, many=True).data,
-        })
+        return Response(_ane_answer(pool))
+
+
+def _ane_answer(pool: HardwarePool) -> dict:
+    """The ANE board as JSON, for both URLs that serve it."""
+    data = ane.ane_board(pool=pool.slug)
+    entries = [e for item in data["problems"] for e in item["entries"]]
+    return {
+        "board": BOARD_ANE, "hardware": pool.slug, "problems": data["suite_size"],
+        "rows": AneRowSerializer(data["rows"], many=True).data,
+        "entries": AneEntrySerializer(entries, many=True).data,
+    }

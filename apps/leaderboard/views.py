@@ -100,6 +100,8 @@ def board(request: HttpRequest, pool: str) -> HttpResponse:
         return render(request, "leaderboard/ane_board.html", {
             "pool": hw, "pools": _pools(), **ane.ane_board(pool=hw.slug),
             "runners": hw.runners.filter(is_disabled=False).count(),
+            "ws_path": f"/ws/leaderboard/{hw.slug}/",
+            "api_url": reverse("api-ane-leaderboard") + f"?hardware={hw.slug}",
         })
     try:
         level, p = _level(request), _p(request)

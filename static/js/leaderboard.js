@@ -270,6 +270,44 @@
     }, { indicator: document.getElementById("live-state") });
   }
 
+  // --- live ANE board: its numbers are all on the server-rendered page, so the page is re-fetched and the
+  // results part swapped (the empty state becomes the tables the same way) --------------------------------
+  function liveAneBoard(container) {
+    var timer = null;
+
+    function rowTexts(root) {
+      var texts = {};
+      root.querySelectorAll("[id] tr[data-entrant]").forEach(function (tr) {
+        texts[tr.closest("[id]").id + "/" + tr.getAttribute("data-entrant")] = tr.textContent;
+      });
+      return texts;
+    }
+
+    function refresh() {
+      timer = null;
+      fetch(window.location.href, { headers: { Accept: "text/html" } })
+        .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.text(); })
+        .then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(container.id);
+          if (!fresh) { return; }
+          var before = rowTexts(container);
+          container.innerHTML = fresh.innerHTML;
+          var after = rowTexts(container);
+          container.querySelectorAll("[id] tr[data-entrant]").forEach(function (tr) {
+            var key = tr.closest("[id]").id + "/" + tr.getAttribute("data-entrant");
+            if (before[key] !== after[key]) { flash(tr); }
+          });
+          container.setAttribute("data-updated", String(Date.now()));
+        })
+        .catch(function (e) { if (window.console) { console.warn("ANE board refresh failed:", e); } });
+    }
+
+    window.KernelHub.live(container.getAttribute("data-ws"), function (event) {
+      if (!event || event.type !== "leaderboard.updated") { return; }
+      if (!timer) { timer = window.setTimeout(refresh, 250); }
+    }, { indicator: document.getElementById("live-state") });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     drawPlots();
     document.querySelectorAll("table.sortable").forEach(makeSortable);
@@ -277,5 +315,7 @@
     if (board && board.getAttribute("data-ws") && window.KernelHub && window.KernelHub.live) { liveBoard(board); }
     var problemBoard = document.getElementById("problem-board");
     if (problemBoard && window.KernelHub && window.KernelHub.live) { liveProblemBoard(problemBoard); }
+    var aneBoard = document.getElementById("ane-live");
+    if (aneBoard && window.KernelHub && window.KernelHub.live) { liveAneBoard(aneBoard); }
   });
 })();

@@ -3,8 +3,7 @@ that Mac runners posted through the runner API (claim, stages, result). alice's 
 prepared and sent to the pool's queue; the others are dispatched by hand to keep the test short.
 
 alice's agent and bob's LLM are accepted (alice faster); charlie's is a wrong answer and stays off the board.
-The result objects are shaped like ane_runner.evaluate_mac's, with speedups and TFLOPS derived from the times
-the way it derives them.
+The result objects: tests/leaderboard/ane_results.py.
 """
 # ruff: noqa: F811
 
@@ -13,7 +12,6 @@ import re
 import pytest
 
 from apps.submissions.tasks import prepare_ane_job
-from tests.ane.helpers import EXAMPLES
 from tests.ane.site import (  # noqa: F401
     POOL,
     POOL_QUEUE,
@@ -26,19 +24,9 @@ from tests.ane.site import (  # noqa: F401
     mac_runner,
     submit,
 )
+from tests.leaderboard.ane_results import BUILDER, accepted, actor, mac_reports, queued_job
 
-BUILDER = (EXAMPLES / "mil/pointwise_conv_relu_ane.py").read_text()
 URL = f"/leaderboard/{POOL}/"
-
-
-def _actor(name: str, kind: str):
-    from django.contrib.auth import get_user_model
-
-    from apps.submissions.services import entrant_create
-
-    user = get_user_model().objects.create_user(username=name.lower(), password="a-long-password-1")
-    entrant, token = entrant_create(name=f"{name}'s entry", kind=kind, owner=user)
-    return entrant, token
 
 
 def _prepared_job(client, broker_queue, capture) -> dict:
@@ -55,44 +43,6 @@ def _prepared_job(client, broker_queue, capture) -> dict:
     return job
 
 
-def _queued_job(client) -> dict:
-    """A submission whose dispatch is done by hand (as tests/site's queued_job does): the job's token rotated,
-    without paying for another preparation. Enough for a runner to claim and report."""
-    from apps.submissions.models import Evaluation
-    from apps.submissions.services import token_hash
-
-    response = submit(client, BUILDER)
-    assert response.status_code == 201, response.json()
-    pk = response.json()["evaluation_id"]
-    token = f"test-token-{pk}"
-    Evaluation.objects.filter(pk=pk).update(job_token_hash=token_hash(token), attempt=1)
-    return {"evaluation_id": pk, "job_token": token}
-
-
-def _accepted(flops: int, *, runtime_us: float, coreml_us: float, coreml_cpu_us: float, op_share: float,
-              cost_share: float) -> dict:
-    tflops = flops / (runtime_us * 1e-6) / 1e12
-    return {
-        "verdict": "accepted", "correct": True, "runtime_us": runtime_us, "p90_us": runtime_us * 1.1, "calls": 50,
-        "coreml_us": coreml_us, "coreml_cpu_us": coreml_cpu_us, "speedup_vs_coreml": coreml_us / runtime_us,
-        "speedup_vs_coreml_cpu": coreml_cpu_us / runtime_us, "flops": flops, "tflops": tflops,
-        "placement": {"ops": 2, "ops_by_device": {"ane": 2}, "ane_op_share": op_share, "ane_cost_share": cost_share},
-        "ane_power_w": None, "tflops_per_watt": None, "system": {"chip": "m4", "macos": "15.1", "machine": "arm64"},
-        "eager_us": None, "compile_us": None, "speedup_vs_eager": None, "speedup_vs_compile": None, "message": "",
-    }
-
-
-def _mac_reports(api, secret: str, job: dict, result: dict) -> None:
-    """What ane_runner.worker.run_ane_job does over gpu_runner.site_client: claim, stages, result."""
-    client, token, pk = api(runner=secret), job["job_token"], job["evaluation_id"]
-    assert client.post(f"/api/v1/jobs/{pk}/claim/", HTTP_X_JOB_TOKEN=token).status_code == 200
-    for stage in ("compiling", "checking", "timing"):
-        response = client.post(f"/api/v1/jobs/{pk}/stage/", {"stage": stage}, format="json", HTTP_X_JOB_TOKEN=token)
-        assert response.status_code == 200, response.json()
-    response = client.post(f"/api/v1/jobs/{pk}/result/", {"result": result}, format="json", HTTP_X_JOB_TOKEN=token)
-    assert response.status_code == 200, response.json()
-
-
 def _cells(html: str, table_id: str) -> dict[str, dict[str, str]]:
     """{entrant slug: {data-field: cell text}} of one table of the page."""
     table = re.search(rf'<table[^>]*id="{table_id}".*?</table>', html, re.S)
@@ -104,7 +54,7 @@ def _cells(html: str, table_id: str) -> dict[str, dict[str, str]]:
     return rows
 
 
-def test_it_shows_an_honest_empty_state_before_any_mac_reports(ane_problem, client):
+def test_it_shows_an_honest_empty_state_before_anymac_reports(ane_problem, client):
     html = client.get(URL).content.decode()
     assert 'id="ane-empty"' in html and "No Mac runner serves this pool yet" in html
     assert 'id="ane-board"' not in html
@@ -119,18 +69,18 @@ def test_with_a_runner_but_no_result_it_says_so(ane_problem, mac_runner, client)
 def test_it_ranks_the_results_mac_runners_posted(ane_problem, mac_runner, alice, api, broker_queue, client,
                                                  django_capture_on_commit_callbacks):
     _runner, secret = mac_runner
-    bob, bob_token = _actor("Bob", "llm")
-    _charlie, charlie_token = _actor("Charlie", "human")
+    bob, bob_token = actor("Bob", "llm")
+    _charlie, charlie_token = actor("Charlie", "human")
     capture = django_capture_on_commit_callbacks
     alice_job = _prepared_job(api(alice.token), broker_queue, capture)
     flops = alice_job["ane"]["flops"]  # the problem's work, counted by the site when it prepared the job
-    _mac_reports(api, secret, alice_job, _accepted(flops, runtime_us=200.0, coreml_us=500.0,
+    mac_reports(api, secret, alice_job, accepted(flops, runtime_us=200.0, coreml_us=500.0,
                                                    coreml_cpu_us=4000.0, op_share=1.0, cost_share=0.9))
-    _mac_reports(api, secret, _queued_job(api(bob_token)), _accepted(
+    mac_reports(api, secret, queued_job(api(bob_token)), accepted(
         flops, runtime_us=400.0, coreml_us=500.0, coreml_cpu_us=4000.0, op_share=0.5, cost_share=0.25))
     wrong = {"verdict": "wrong_answer", "correct": False, "runtime_us": None, "message": "input set 1: mismatch",
              "placement": {"ane_op_share": 1.0, "ane_cost_share": 1.0}}
-    _mac_reports(api, secret, _queued_job(api(charlie_token)), wrong)
+    mac_reports(api, secret, queued_job(api(charlie_token)), wrong)
 
     html = client.get(URL).content.decode()
     assert 'id="ane-empty"' not in html
@@ -171,16 +121,16 @@ def test_the_ane_api_explains_a_wrong_or_missing_pool(ane_problem, api):
     not_ane = api().get("/api/v1/leaderboard/ane/?hardware=cpu")
     assert not_ane.status_code == 404 and "not an ANE pool" in not_ane.json()["error"]["message"]
     empty = api().get(f"/api/v1/leaderboard/ane/?hardware={POOL}").json()
-    assert empty == {"hardware": POOL, "problems": 1, "rows": [], "entries": []}
+    assert empty == {"board": "ane", "hardware": POOL, "problems": 1, "rows": [], "entries": []}
 
 
 def test_values_a_runner_did_not_measure_properly_show_as_dashes(ane_problem, mac_runner, alice, api, client):
     _runner, secret = mac_runner
-    job = _queued_job(api(alice.token))
-    result = _accepted(10**9, runtime_us=200.0, coreml_us=500.0, coreml_cpu_us=4000.0, op_share=1.0, cost_share=0.9)
+    job = queued_job(api(alice.token))
+    result = accepted(10**9, runtime_us=200.0, coreml_us=500.0, coreml_cpu_us=4000.0, op_share=1.0, cost_share=0.9)
     # Not a number, not positive, a share above 1: each is shown as unmeasured, never as given.
     result |= {"tflops": "fast", "coreml_us": -1.0, "placement": {"ane_op_share": 1.7, "ane_cost_share": None}}
-    _mac_reports(api, secret, job, result)
+    mac_reports(api, secret, job, result)
     html = client.get(URL).content.decode()
     problem = re.search(r'<section class="card" id="ane-problem-pointwise-conv-relu-ane">.*?</section>', html, re.S)
     row = _cells(problem.group(0).replace("<table", '<table id="entries"', 1), "entries")[alice.entrant.slug]

@@ -19,7 +19,8 @@ def client():
 
 def test_it_returns_the_ranked_rows_with_the_documented_fields(client):
     body = client.get("/api/v1/leaderboard/?hardware=h200").json()
-    assert (body["hardware"], body["level"], body["problems"], body["geomean_over"]) == ("h200", None, 2, "solved")
+    assert (body["board"], body["hardware"], body["level"], body["problems"], body["geomean_over"]) == (
+        "kernelbench", "h200", None, 2, "solved")
     rows = body["rows"]
     assert [r["entrant"] for r in rows] == ["Claude Opus 4.5", "torch.compile", "PyTorch eager"]
     top = rows[0]
