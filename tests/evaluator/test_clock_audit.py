@@ -29,11 +29,18 @@ def test_a_time_reported_at_half_of_what_the_parents_clock_saw_is_refused():
     audit = timing.clock_audit(500.0, _audits(500.0, own=1000.0, null=300.0), "cuda")
     assert audit["ok"] is False
     assert audit["parent_clock_lower_bound_us"] == pytest.approx(1000.0)
+    assert audit["floor_us"] == pytest.approx(0.8 * 1000.0 - 60.0 - 0.1 * 300.0)
+
+
+def test_the_floor_leaves_a_tenth_of_the_harness_cost_for_its_asymmetry():
+    # Null calls of 3 ms (outputs of gigabytes): 300 us more slack, so an honest 1 ms kernel whose requests cost
+    # 350 us more than its null calls (its allocator holding a batch of outputs) still passes.
+    assert timing.clock_audit(1000.0, _audits(1000.0, own=1350.0, null=3000.0), "cuda")["ok"] is True
 
 
 def test_an_honest_time_passes_and_so_does_one_within_the_ratio():
     assert timing.clock_audit(1000.0, _audits(1000.0, own=1010.0, null=300.0), "cuda")["ok"] is True
-    # 0.8 x 1000 - 60 = 740: a forgery to 0.85 x is within the bound, by design (it gains at most 1 / 0.8)
+    # 0.8 x 1000 - 60 - 0.1 x 300 = 710: a forgery to 0.85 x is within the bound, by design (at most 1 / 0.8)
     assert timing.clock_audit(850.0, _audits(850.0, own=1000.0, null=300.0), "cuda")["ok"] is True
 
 
