@@ -237,6 +237,11 @@ def cmd_leaderboard(client: Client, args: argparse.Namespace, out: Output) -> in
                ("fast_0", "FAST_0"), ("fast_1_vs_eager", "FAST_1 EAGER"),
                ("fast_1_vs_compile", "FAST_1 COMPILE"), ("geomean_speedup_vs_eager", "GEOMEAN EAGER"),
                ("geomean_speedup_vs_compile", "GEOMEAN COMPILE")]
+    if board.get("board") == "ane":
+        # An ANE pool's board (docs/ANE.md): speedup against Core ML's default conversion, TFLOPS, ANE share.
+        columns = [("rank", "#"), ("entrant", "ENTRANT"), ("kind", "KIND"), ("solved", "SOLVED"),
+                   ("problems", "PROBLEMS"), ("geomean_speedup_vs_coreml", "GEOMEAN VS COREML"),
+                   ("mean_tflops", "TFLOPS"), ("mean_ane_cost_share", "ANE SHARE")]
     scope = f"{board.get('hardware') or 'default pool'}, " + (f"level {board['level']}" if board.get("level")
                                                                else "all levels")
     if board.get("problems") is not None:
