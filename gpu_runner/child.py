@@ -467,6 +467,9 @@ class Harness:
         output_bytes = sum(t.numel() * t.element_size() for t in tensors)
         if not problems:
             self._save(tensors, msg["file"])
+        if self.role != "solution":
+            # The null call's output (op_null_call): the same tensors, shapes, dtypes and strides as a real call's.
+            self.null_template = out
         del out, tensors
         # Inputs the parent may perturb between timed calls: floating, contiguous, at least two elements.
         perturbable = [[j, x.numel()] for j, x in enumerate(inputs)
@@ -581,12 +584,14 @@ class Harness:
         if self.role == "solution":
             raise HarnessError("internal", "not for the solution")
         torch = self.torch
-        nbytes = max(1, int(msg.get("output_bytes", 1)))
-        if getattr(self, "null_out", None) is None or self.null_out.numel() != nbytes:
-            self.null_out = torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
+        template = getattr(self, "null_template", None)
+        if template is None:
+            nbytes = max(1, int(msg.get("output_bytes", 1)))
+            template = self.null_template = torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
         if self.null_guards is None:
-            self.null_guards = self._null_guards(msg.get("policy") or {})
+            self.null_guards = self._null_guards()
         poison, self.poison_bytes = self.poison_bytes, int(msg.get("poison_bytes", 0))
+        policy, self.policy = self.policy, {**(msg.get("policy") or {}), "record_ops": False}
         keep = bool(msg.get("keep", True))
         try:
             self.batch_outputs = []
@@ -595,19 +600,17 @@ class Harness:
                 # The same one-element copy, onto itself: the cost of the change, and this set stays as the
                 # solution's replays expect it.
                 change = [change[0], change[1], change[1]]
-            us = self._one_timed_call(int(msg["set"]), change, keep, lambda *a: self.null_out,
-                                      self.null_guards or None)
+            us = self._one_timed_call(int(msg["set"]), change, keep, lambda *a: template, self.null_guards or None)
         finally:
-            self.poison_bytes, self.batch_outputs = poison, []
+            self.poison_bytes, self.batch_outputs, self.policy = poison, [], policy
         return {"times_us": [us]}
 
-    def _null_guards(self, policy: dict):  # type: ignore[no-untyped-def]
+    def _null_guards(self):  # type: ignore[no-untyped-def]
         """The solution's per-call guard, for the null call's cost (its process-wide hooks are not installed in a
-        trusted process); False where it cannot run here."""
+        trusted process); False where it cannot run here. The audited calls are those the record skipped."""
         try:
             from gpu_runner import guards
-            self.policy = {**policy, "record_ops": False}  # the audited calls are those the record skipped
-            with guards.forward_guard(policy):
+            with guards.forward_guard({"record_ops": False}):
                 pass
             return types.SimpleNamespace(forward_guard=guards.forward_guard)
         except Exception:  # noqa: BLE001 - the null call then lacks the guard's cost, which only loosens the bound

@@ -321,17 +321,32 @@ def _marked(marker: str) -> list[psutil.Process]:
 
 @contextlib.contextmanager
 def stopped(child: Child) -> Iterator[None]:
-    """The child's process group stopped (SIGSTOP) while the block runs, then continued: nothing it left running
-    (a thread, a forked helper) can load the host while the parent measures something else. A process that left
-    the group is not stopped; the guards and the sweep after the evaluation deal with those."""
+    """The child stopped (SIGSTOP) while the block runs, then continued: nothing it left running on the CPU (a
+    thread, a forked helper) can load the host while the parent measures something else. Its process group, and
+    each of its descendants by pid (a process can leave the group with setpgid or setsid). Work it queued on a
+    GPU before it was stopped still runs (docs/ANTICHEAT.md, known gaps)."""
+    pids: list[int] = []
+    try:
+        pids = [p.pid for p in psutil.Process(child.proc.pid).children(recursive=True)]
+    except psutil.Error:
+        pass
     try:
         os.killpg(child.proc.pid, signal.SIGSTOP)
     except (ProcessLookupError, PermissionError):
-        yield
-        return
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         yield
     finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             os.killpg(child.proc.pid, signal.SIGCONT)
         except (ProcessLookupError, PermissionError):
@@ -608,8 +623,12 @@ def thread_cpu_ns(child: Child) -> dict[int, int]:
     out: dict[int, int] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
+        # The whole process's CPU time in clock ticks (utime + stime), threads that have exited included.
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        out[PROCESS_TICKS] = int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return {}
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
@@ -619,10 +638,22 @@ def thread_cpu_ns(child: Child) -> dict[int, int]:
     return out
 
 
-def busiest_thread_us(before: dict[int, int], after: dict[int, int]) -> float:
+PROCESS_TICKS = -1  # thread_cpu_ns's key for the whole process's CPU time, in clock ticks
+_TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
+
+
+def busiest_thread_us(before: dict[int, int], after: dict[int, int]) -> float | None:
     """The most CPU time one thread ran between two thread_cpu_ns readings, in us: a lower bound of the wall time
-    between them (a thread cannot run longer than the time that passed)."""
-    return max((after[t] - before.get(t, 0) for t in after), default=0) / 1000.0
+    between them (a thread cannot run longer than the time that passed). None when the readings cannot say:
+    the threads changed between them, or the process ran more CPU time (threads that came and went inside)
+    than its threads still there account for, beyond two clock ticks."""
+    if not before or not after or set(before) != set(after):
+        return None
+    deltas = [after[t] - before[t] for t in after if t != PROCESS_TICKS]
+    process_ns = (after.get(PROCESS_TICKS, 0) - before.get(PROCESS_TICKS, 0)) * _TICK_NS
+    if process_ns > sum(deltas) + 2 * _TICK_NS:
+        return None
+    return max(deltas, default=0) / 1000.0
 
 
 def observed_isolation(child: Child) -> dict[str, Any]:

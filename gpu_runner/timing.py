@@ -136,10 +136,12 @@ def clock_audit(reported_median_us: float, audits: list[tuple[float, ...]], devi
     thread's, from the kernel's scheduler statistics): a thread cannot run longer than the wall time that passed,
     and unlike the wall clock it does not grow while a loaded host keeps the process waiting. Where the kernel
     keeps no such statistics (every reading 0), the wall clock is used."""
-    by_cpu = device == "cpu" and any(a[3] > 0 for a in audits)
-    own = [a[3] - a[4] for a in audits] if by_cpu else [a[1] - a[2] for a in audits]
+    by_cpu = device == "cpu" and any(a[3] for a in audits)
+    # A CPU entry whose thread readings could not say (None: threads came or went) falls back to the wall clock.
+    usable = [(a[3], a[4]) if by_cpu and a[3] is not None and a[4] is not None else (a[1], a[2]) for a in audits]
+    own = [c - n for c, n in usable]
     bound = median_lower_bound(own)
-    null_median = statistics.median(a[4] if by_cpu else a[2] for a in audits)
+    null_median = statistics.median(n for _, n in usable)
     floor = CLOCK_RATIO[device] * bound - CLOCK_SLACK_US[device] - HARNESS_SHARE * max(0.0, null_median)
     return {"calls": len(own), "clock": "thread CPU time" if by_cpu else "wall", "reported_median_us":
             reported_median_us, "parent_clock_median_us": statistics.median(own),
@@ -200,6 +202,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             reply = session.request("time_batch", order=[order[pos]], keep=check_batch is not None,
                                     perturb=[perturb[pos]], append=pos > 0, record=record)
             wall_us = (time.perf_counter() - t0) * 1e6
+            # None where the threads changed during the call: that audit entry then uses the wall clock.
             cpu_us = busiest_thread_us(cpu0, cpu_clock()) if cpu_clock is not None and cpu0 is not None else 0.0
             [t] = validate_times(reply.get("times_us"), 1)
             if t > wall_us * 1.05 + 1000:
@@ -233,7 +236,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             break
         # The budget does not end the loop before the fresh-input comparison has its calls (two batches).
         compared = len(fresh_times) >= FRESH_MIN_CALLS and len(reused_times) >= FRESH_MIN_CALLS
-        if len(times) >= MAX_REPS or (time.monotonic() > budget_end and compared):
+        if len(times) >= MAX_REPS or (time.monotonic() > budget_end and compared and audited):
             break
         batch = min(longest, batch * 2)
     audit = None
@@ -277,8 +280,10 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
                 f"calls on freshly generated inputs {fresh_med:.1f} us: the kernel reuses work from earlier calls. "
                 "Compute every output from its inputs on every call",
             )
-    child_phases = {k: round(float(v), 1) for k, v in phases.items() if isinstance(v, (int, float))} \
-        if isinstance(phases, dict) else None
+    # The child's word, kept only as four finite numbers.
+    child_phases = {k: round(float(v), 1) for k, v in phases.items()
+                    if k in ("inputs", "poison_flush", "call", "fingerprint") and type(v) in (int, float)
+                    and math.isfinite(v)} if isinstance(phases, dict) else None
     return {"times_us": times, "stats": summarize(times), "checked_calls": checked, "memo": memo,
             "fresh": fresh, "wall_per_call_us": wall_per_call_us, "clock_audit": audit,
             "child_phases_us": child_phases}

@@ -92,6 +92,42 @@ def test_thread_cpu_time_is_read_from_the_kernel_for_the_childs_threads(spinning
     assert 0 < spent <= 0.3e6 * 1.05 + 20000  # a thread cannot run longer than the wall time that passed
 
 
+THREADS = """
+import threading, time
+def spin():
+    end = time.monotonic() + 0.05
+    while time.monotonic() < end: pass
+end = time.monotonic() + 30
+while time.monotonic() < end:
+    t = threading.Thread(target=spin); t.start(); t.join()
+"""
+
+
+def test_cpu_time_in_threads_that_came_and_went_makes_the_reading_say_nothing(tmp_path):
+    # Work handed to a thread that exits before the second reading would vanish from the per-thread times: the
+    # process's own total shows it, and the reading gives None (that audit entry then uses the wall clock).
+    proc = subprocess.Popen([sys.executable, "-c", THREADS], start_new_session=True)
+    child = sandbox.Child(proc=proc, channel=None, workdir=tmp_path, marker="test")  # type: ignore[arg-type]
+    try:
+        time.sleep(0.3)
+        if not sandbox.thread_cpu_ns(child):
+            pytest.skip("this kernel keeps no scheduler statistics")
+        seen = []
+        for _ in range(5):
+            before = sandbox.thread_cpu_ns(child)
+            time.sleep(0.4)
+            seen.append(sandbox.busiest_thread_us(before, sandbox.thread_cpu_ns(child)))
+        assert None in seen, seen
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_busiest_thread_reading_with_other_threads_at_its_ends_says_nothing():
+    assert sandbox.busiest_thread_us({1: 0, 2: 0, sandbox.PROCESS_TICKS: 0}, {1: 10**6, sandbox.PROCESS_TICKS: 0}) is None
+    assert sandbox.busiest_thread_us({1: 0, sandbox.PROCESS_TICKS: 0}, {1: 2 * 10**6, sandbox.PROCESS_TICKS: 0}) == 2000.0
+
+
 def test_stopped_stops_the_childs_process_group_and_continues_it(spinning_child):
     def state() -> str:
         with open(f"/proc/{spinning_child.proc.pid}/stat") as f:
