@@ -162,8 +162,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     regenerates its set from a fresh seed (a change ["fresh", seed]), which defeats recomputing only what
     changed; for the solution, calls on reused sets much faster than fresh ones are rejected (`memoization`).
     With null_call(set, change, keep) -> (seconds, busiest thread's CPU us) (the trusted process's null call,
-    timed by the parent with the solution stopped) and cpu_clock() -> sandbox.thread_cpu_ns of the solution, the reported times are audited against the parent's clock (clock_audit; TimingRejected
-    "timing_forged").
+    timed by the parent with the solution stopped) and cpu_clock() -> sandbox.thread_cpu_ns of the solution,
+    the reported times are audited against the parent's clock (clock_audit; TimingRejected "timing_forged").
     Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us", "clock_audit",
     "child_phases_us"}.
     """
