@@ -23,7 +23,8 @@ def test_it_runs_the_reference_on_the_cpu(path):
     assert torch.isfinite(out.float()).all()
     # The same function twice; multithreaded reductions may add in another order (logsumexp was seen to differ
     # in the last bits), so equal up to rounding, not bit for bit.
-    assert torch.allclose(out, again, rtol=1e-6, atol=1e-6)
+    # (CI, 2026-11-30: logsumexp_rows_cpu differed by 7e-6 relative under load: the evaluator's fp32 scale.)
+    assert torch.allclose(out, again, rtol=1e-4, atol=1e-5)
     # Outputs of order one at least somewhere, so that an all-zero answer cannot pass the tolerance.
     meta = problem_metadata(path.read_text())
     assert out.float().abs().max().item() > 20 * meta.get("atol", 1e-4)
