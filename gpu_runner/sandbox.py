@@ -330,25 +330,18 @@ def stopped(child: Child) -> Iterator[None]:
         pids = [p.pid for p in psutil.Process(child.proc.pid).children(recursive=True)]
     except psutil.Error:
         pass
-    try:
-        os.killpg(child.proc.pid, signal.SIGSTOP)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGSTOP)
-        except (ProcessLookupError, PermissionError):
-            pass
+    _signal_all(child, pids, signal.SIGSTOP)
     try:
         yield
     finally:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _signal_all(child, pids, signal.SIGCONT)
+
+
+def _signal_all(child: Child, pids: list[int], sig: int) -> None:
+    """sig to the child's process group and to each of pids; processes already gone are skipped."""
+    for send, target in [(os.killpg, child.proc.pid)] + [(os.kill, pid) for pid in pids]:
         try:
-            os.killpg(child.proc.pid, signal.SIGCONT)
+            send(target, sig)
         except (ProcessLookupError, PermissionError):
             pass
 

@@ -2,38 +2,22 @@
 A result is posted over the live server's runner API, as a Mac runner posts it."""
 # ruff: noqa: F811
 
-import httpx
 from playwright.sync_api import expect
 
 from tests.ane.site import POOL, ane_pool, ane_problem, broker_queue, mac_runner  # noqa: F401
-from tests.leaderboard.ane_results import BUILDER, accepted
+from tests.leaderboard.ane_results import accepted, mac_posts_over_http
 
 
 def test_the_ane_board_turns_live_from_empty_to_ranked(live_asgi_server, page, ane_problem, mac_runner, alice_agent,
                                                      broker_queue):
-    from apps.submissions import services
-    from apps.submissions.models import Evaluation
-
     _runner, secret = mac_runner
-    # Dispatch by hand (no site worker here): the job's token set as dispatch would rotate it.
-    _submission, evaluation, _ = services.submission_create(
-        entrant=alice_agent, problem_slug=ane_problem.slug, source=BUILDER, language="coreml", hardware=POOL)
-    token = f"browser-token-{evaluation.pk}"
-    Evaluation.objects.filter(pk=evaluation.pk).update(job_token_hash=services.token_hash(token), attempt=1,
-                                                       status=Evaluation.STATUS_QUEUED)
-
     page.goto(f"/leaderboard/{POOL}/")
     expect(page.locator("#live-state")).to_have_attribute("data-state", "open")
     expect(page.locator("#ane-empty")).to_be_visible()
     page.evaluate("window.__not_reloaded = true")
 
-    api = httpx.Client(base_url=live_asgi_server, timeout=10,
-                       headers={"Authorization": f"Runner {secret}", "X-Job-Token": token})
-    jobs = f"/api/v1/jobs/{evaluation.pk}"
-    assert api.post(f"{jobs}/claim/").status_code == 200
-    r = api.post(f"{jobs}/result/", json={"result": accepted(10**9, runtime_us=200.0, coreml_us=500.0,
-                                                              coreml_cpu_us=4000.0, op_share=1.0, cost_share=0.9)})
-    assert r.status_code == 200, r.text
+    mac_posts_over_http(live_asgi_server, secret, alice_agent, ane_problem, accepted(
+        10**9, runtime_us=200.0, coreml_us=500.0, coreml_cpu_us=4000.0, op_share=1.0, cost_share=0.9))
 
     row = page.locator('#ane-board tr[data-entrant="alice-agent"]')
     expect(row.locator('[data-field="geomean_speedup_vs_coreml"]')).to_contain_text("2.50× (1)")

@@ -3,32 +3,17 @@ TFLOPS, the ANE's share), not the GPU board's columns as dashes. A Mac runner po
 server's runner API."""
 # ruff: noqa: F811
 
-import httpx
-
 from tests.ane.site import POOL, ane_pool, ane_problem, broker_queue, mac_runner  # noqa: F401
 from tests.client.helpers import one_json_object, run_cli
-from tests.leaderboard.ane_results import BUILDER, accepted
+from tests.leaderboard.ane_results import accepted, mac_posts_over_http
 from tests.pages.fixtures import alice, alice_agent  # noqa: F401
 
 
 def test_the_cli_shows_an_ane_pool_with_the_ane_boards_columns(live_asgi_server, ane_problem, mac_runner,
                                                                alice_agent, broker_queue):
-    from apps.submissions import services
-    from apps.submissions.models import Evaluation
-
     _runner, secret = mac_runner
-    _submission, evaluation, _ = services.submission_create(
-        entrant=alice_agent, problem_slug=ane_problem.slug, source=BUILDER, language="coreml", hardware=POOL)
-    token = f"client-token-{evaluation.pk}"
-    Evaluation.objects.filter(pk=evaluation.pk).update(job_token_hash=services.token_hash(token), attempt=1,
-                                                       status=Evaluation.STATUS_QUEUED)
-    api = httpx.Client(base_url=live_asgi_server, timeout=10,
-                       headers={"Authorization": f"Runner {secret}", "X-Job-Token": token})
-    jobs = f"/api/v1/jobs/{evaluation.pk}"
-    assert api.post(f"{jobs}/claim/").status_code == 200
-    r = api.post(f"{jobs}/result/", json={"result": accepted(10**9, runtime_us=200.0, coreml_us=500.0,
-                                                              coreml_cpu_us=4000.0, op_share=1.0, cost_share=0.9)})
-    assert r.status_code == 200, r.text
+    mac_posts_over_http(live_asgi_server, secret, alice_agent, ane_problem, accepted(
+        10**9, runtime_us=200.0, coreml_us=500.0, coreml_cpu_us=4000.0, op_share=1.0, cost_share=0.9))
 
     code, out, err = run_cli("--url", live_asgi_server, "leaderboard", "--hardware", POOL)
     assert code == 0, err

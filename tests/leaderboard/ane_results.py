@@ -56,3 +56,25 @@ def mac_reports(api, secret: str, job: dict, result: dict) -> None:
         assert response.status_code == 200, response.json()
     response = client.post(f"/api/v1/jobs/{pk}/result/", {"result": result}, format="json", HTTP_X_JOB_TOKEN=token)
     assert response.status_code == 200, response.json()
+
+
+def mac_posts_over_http(base_url: str, secret: str, entrant, problem, result: dict) -> None:
+    """A submission of BUILDER by `entrant`, dispatched by hand (no site worker: the job's token set as dispatch
+    would rotate it), then claimed and reported by the Mac runner over the live server's runner API."""
+    import httpx
+
+    from apps.submissions import services
+    from apps.submissions.models import Evaluation
+    from tests.ane.site import POOL
+
+    _submission, evaluation, _ = services.submission_create(
+        entrant=entrant, problem_slug=problem.slug, source=BUILDER, language="coreml", hardware=POOL)
+    token = f"http-token-{evaluation.pk}"
+    Evaluation.objects.filter(pk=evaluation.pk).update(job_token_hash=services.token_hash(token), attempt=1,
+                                                       status=Evaluation.STATUS_QUEUED)
+    api = httpx.Client(base_url=base_url, timeout=10,
+                       headers={"Authorization": f"Runner {secret}", "X-Job-Token": token})
+    jobs = f"/api/v1/jobs/{evaluation.pk}"
+    assert api.post(f"{jobs}/claim/").status_code == 200
+    response = api.post(f"{jobs}/result/", json={"result": result})
+    assert response.status_code == 200, response.text
