@@ -560,8 +560,14 @@ class _Run:
             raise Verdict("runtime_error", f"{where}: the output could not be read ({e})") from None
 
     def _time_solution(self, sol: Session) -> None:
-        self._untrusted(sol, "prepare_timing", "preparing the timing inputs", seeds=self.set_seeds,
-                        copy_sets=self.ref_changes_inputs)
+        # The most a timing batch keeps, with the poison block and room for the call in flight (child.py
+        # _reserve_heap; CPU only).
+        longest, _ = timing.batch_limits(self.device, self.output_bytes)
+        reserve = longest * self.output_bytes + self._poison_bytes() + 2 * self.output_bytes
+        reply = self._untrusted(sol, "prepare_timing", "preparing the timing inputs", seeds=self.set_seeds,
+                                copy_sets=self.ref_changes_inputs, reserve_bytes=reserve)
+        got = reply.get("reserved_bytes") if isinstance(reply, dict) else None
+        self.result["checks"]["heap_reserved_bytes"] = got if type(got) is int else None  # the child's word
         batch_no = [0]
         # Perturbations applied to each set since the reference last caught up with it.
         pending: dict[int, list[Any]] = {k: [] for k in range(self.n_sets)}
@@ -603,16 +609,17 @@ class _Run:
 
         policy = self._load_fields("solution")["policy"]
 
-        def null_call(k: int, change: Any, keep: bool) -> tuple[float, float]:
-            """The harness's work of one timed call in the trusted process, by the parent's clock (seconds) and
-            by the kernel's count of its busiest thread's CPU time (us)."""
+        def null_call(k: int, change: Any, keep: bool) -> tuple[float, float | None, int | None]:
+            """The harness's work of one timed call in the trusted process, by the parent's clock (seconds), by
+            the kernel's count of its busiest thread's CPU time (us), and its page faults."""
             with self.timed("timing_clock_audit"), sandbox.stopped(sol.child):
                 cpu0 = sandbox.thread_cpu_ns(ref.child)
                 t0 = time.perf_counter()
                 self._trusted(ref, "null_call", set=k, change=change, keep=keep, output_bytes=self.output_bytes,
                               poison_bytes=self._poison_bytes(), policy=policy)
                 wall = time.perf_counter() - t0
-                return wall, sandbox.busiest_thread_us(cpu0, sandbox.thread_cpu_ns(ref.child))
+                cpu1 = sandbox.thread_cpu_ns(ref.child)
+                return wall, sandbox.busiest_thread_us(cpu0, cpu1), sandbox.faults_between(cpu0, cpu1)
 
         try:
             with self._device_lock("solution"):
@@ -621,6 +628,8 @@ class _Run:
                                       output_bytes=self.output_bytes, null_call=null_call,
                                       cpu_clock=lambda: sandbox.thread_cpu_ns(sol.child))
         except timing.TimingRejected as e:
+            if e.audit is not None:
+                self.result["checks"]["clock_audit"] = e.audit  # the figures behind a timing_forged verdict
             self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule {e.rule} broken: {e.message}", e.rule) from None
         stats = t["stats"]

@@ -109,6 +109,12 @@ def child_env(workdir: Path, marker: str, extra: dict[str, str] | None = None) -
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONNOUSERSITE": "1",
             "PYTHONUNBUFFERED": "1",
+            # OpenMP's idle threads spin for well under a millisecond (GNU's default is some 300,000 pauses,
+            # milliseconds) before they sleep: a spinning thread's CPU time is brought up to date only at the
+            # scheduler's tick (4 ms on the development machine), and the clock audit reads the threads' CPU
+            # time between calls (timing.clock_audit). Every child alike, baselines and solutions.
+            "GOMP_SPINCOUNT": "10000",
+            "KMP_BLOCKTIME": "0",  # the same for LLVM's and Intel's OpenMP
             MARKER_VAR: marker,
         }
     )
@@ -616,10 +622,12 @@ def thread_cpu_ns(child: Child) -> dict[int, int]:
     out: dict[int, int] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
-        # The whole process's CPU time in clock ticks (utime + stime), threads that have exited included.
+        # The whole process's CPU time in clock ticks (utime + stime), threads that have exited included, and
+        # its page faults (minor + major).
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         out[PROCESS_TICKS] = int(fields[11]) + int(fields[12])
+        out[PROCESS_FAULTS] = int(fields[7]) + int(fields[9])
     except (OSError, ValueError, IndexError):
         return {}
     for tid in tids:
@@ -632,6 +640,7 @@ def thread_cpu_ns(child: Child) -> dict[int, int]:
 
 
 PROCESS_TICKS = -1  # thread_cpu_ns's key for the whole process's CPU time, in clock ticks
+PROCESS_FAULTS = -2  # and for its page faults
 _TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 
 
@@ -642,11 +651,18 @@ def busiest_thread_us(before: dict[int, int], after: dict[int, int]) -> float | 
     than its threads still there account for, beyond two clock ticks."""
     if not before or not after or set(before) != set(after):
         return None
-    deltas = [after[t] - before[t] for t in after if t != PROCESS_TICKS]
+    deltas = [after[t] - before[t] for t in after if t >= 0]
     process_ns = (after.get(PROCESS_TICKS, 0) - before.get(PROCESS_TICKS, 0)) * _TICK_NS
     if process_ns > sum(deltas) + 2 * _TICK_NS:
         return None
     return max(deltas, default=0) / 1000.0
+
+
+def faults_between(before: dict[int, int], after: dict[int, int]) -> int | None:
+    """The process's page faults between two thread_cpu_ns readings (None where either lacks them)."""
+    if PROCESS_FAULTS not in before or PROCESS_FAULTS not in after:
+        return None
+    return after[PROCESS_FAULTS] - before[PROCESS_FAULTS]
 
 
 def observed_isolation(child: Child) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import statistics
 import time
 from typing import Any
 
-from gpu_runner.sandbox import busiest_thread_us
+from gpu_runner.sandbox import busiest_thread_us, faults_between
 
 TARGET_RSE = 0.01
 MIN_REPS = 20
@@ -64,9 +64,9 @@ def summarize(times_us: list[float]) -> dict[str, Any]:
 class TimingRejected(Exception):
     """The child's times contradict what the parent can observe; `rule` names how."""
 
-    def __init__(self, rule: str, message: str) -> None:
+    def __init__(self, rule: str, message: str, audit: dict[str, Any] | None = None) -> None:
         super().__init__(message)
-        self.rule, self.message = rule, message
+        self.rule, self.message, self.audit = rule, message, audit
 
 
 def validate_times(value: Any, expected_len: int) -> list[float]:
@@ -130,9 +130,11 @@ def median_lower_bound(values: list[float]) -> float:
     return ordered[max(0, lo)]
 
 
-def clock_audit(reported_median_us: float, audits: list[tuple[float, ...]], device: str) -> dict[str, Any]:
-    """audits: (reported us, request wall us, null call wall us, request's busiest-thread CPU us, null call's)
-    per audited call; see CLOCK_RATIO. On a CPU the solution's own time is measured in CPU time (the busiest
+def clock_audit(reported_median_us: float, audits: list[tuple[Any, ...]], device: str) -> dict[str, Any]:
+    """audits: (reported us, request wall us, null call wall us, request's busiest-thread CPU us, null call's[,
+    request's page faults, null call's]) per audited call; see CLOCK_RATIO. The page faults are reported, not
+    judged: the harness's work should fault the same in both processes (heap.py), and where it does not, the
+    figures show why the audit's bound is off. On a CPU the solution's own time is measured in CPU time (the busiest
     thread's, from the kernel's scheduler statistics): a thread cannot run longer than the wall time that passed,
     and unlike the wall clock it does not grow while a loaded host keeps the process waiting. Where the kernel
     keeps no such statistics (every reading 0), the wall clock is used."""
@@ -143,10 +145,16 @@ def clock_audit(reported_median_us: float, audits: list[tuple[float, ...]], devi
     bound = median_lower_bound(own)
     null_median = statistics.median(n for _, n in usable)
     floor = CLOCK_RATIO[device] * bound - CLOCK_SLACK_US[device] - HARNESS_SHARE * max(0.0, null_median)
+
+    def faults_median(i: int) -> float | None:
+        seen = [a[i] for a in audits if len(a) > i and a[i] is not None]
+        return statistics.median(seen) if seen else None
+
     return {"calls": len(own), "clock": "thread CPU time" if by_cpu else "wall", "reported_median_us":
             reported_median_us, "parent_clock_median_us": statistics.median(own),
             "parent_clock_lower_bound_us": bound,
             "null_call_median_us": null_median, "floor_us": floor,
+            "page_faults_median": {"solution": faults_median(5), "null_call": faults_median(6)},
             "ok": reported_median_us >= floor}
 
 
@@ -175,7 +183,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     fresh_times: list[float] = []
     reused_times: list[float] = []
     checked = 0
-    audits: list[tuple[float, ...]] = []  # clock_audit's entries
+    audits: list[tuple[Any, ...]] = []  # clock_audit's entries
     phases: Any = None
     budget_end = time.monotonic() + BUDGET_S[device]
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
@@ -202,8 +210,10 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             reply = session.request("time_batch", order=[order[pos]], keep=check_batch is not None,
                                     perturb=[perturb[pos]], append=pos > 0, record=record)
             wall_us = (time.perf_counter() - t0) * 1e6
+            cpu1 = cpu_clock() if cpu0 is not None else None
             # None where the threads changed during the call: that audit entry then uses the wall clock.
-            cpu_us = busiest_thread_us(cpu0, cpu_clock()) if cpu_clock is not None and cpu0 is not None else 0.0
+            cpu_us = busiest_thread_us(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else 0.0
+            faults = faults_between(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else None
             [t] = validate_times(reply.get("times_us"), 1)
             if t > wall_us * 1.05 + 1000:
                 raise TimingRejected(
@@ -213,8 +223,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             batch_times.append(t)
             fresh_call = bool(perturb[pos]) and perturb[pos][0] == "fresh"
             if null_call is not None and not record and not fresh_call and rng.randrange(AUDIT_ONE_IN) == 0:
-                null_s, null_cpu_us = null_call(order[pos], perturb[pos], check_batch is not None)
-                audits.append((t, wall_us, null_s * 1e6, cpu_us, null_cpu_us))
+                null_s, null_cpu_us, null_faults = null_call(order[pos], perturb[pos], check_batch is not None)
+                audits.append((t, wall_us, null_s * 1e6, cpu_us, null_cpu_us, faults, null_faults))
         phases = reply.get("phases_us")
         if check_batch is not None:
             # Picked after the batch ran, so the solution cannot know which calls are checked.
@@ -249,7 +259,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
                 f"{audit['parent_clock_lower_bound_us']:.1f} us each (95% bound; median "
                 f"{audit['parent_clock_median_us']:.1f} us) by the evaluator's clock beyond the harness's own work "
                 f"({audit['null_call_median_us']:.1f} us per call, measured in the trusted process): the solution's "
-                "timer was tampered with. Leave the timers and the runtime's functions alone")
+                "timer was tampered with. Leave the timers and the runtime's functions alone", audit)
     # The parent's own clock on back-to-back calls: work that escapes the timed window shows up here.
     order = [rng.randrange(n_sets) for _ in range(max(5, min(50, len(times) // 4)))]
     t0 = time.perf_counter()

@@ -16,12 +16,12 @@ reference's trial outputs per (problem, seed, device) in this trusted process's 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import threading
 from collections import OrderedDict
 from typing import Any
+
+from gpu_runner.heap import keep_freed_memory
 
 # The roles started ahead: the solution's child and the trusted reference (eager). torch.compile's child is
 # needed only when its baseline is not cached, and starts cold then.
@@ -35,23 +35,6 @@ def enabled() -> bool:
     if value not in ("true", "false", "1", "0", "yes", "no"):
         raise ValueError(f"KERNELHUB_PRESTART={value!r}: use true or false")
     return value in ("true", "1", "yes")
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc to keep large freed blocks for re-use instead of unmapping them (this process only).
-
-    The parent's comparisons make a dozen temporaries the size of an output (in float64); mapped and unmapped
-    each time, every one of them page-faults in full: on a 16 MiB float32 output (4M elements) one comparison
-    took about half as long with this, on the 2-core development machine (docs/BENCHMARKS.md). Not done in the
-    children: their allocations fall inside timed calls, and cached baselines were timed without it.
-    Returns False where the C library has no mallopt (not glibc).
-    """
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        m_trim_threshold, m_mmap_threshold = -1, -3
-        return bool(libc.mallopt(m_mmap_threshold, 512 << 20)) and bool(libc.mallopt(m_trim_threshold, 1 << 30))
-    except (OSError, AttributeError):
-        return False
 
 
 class ReferenceCache:
@@ -89,7 +72,9 @@ class WarmPool:
         # (role, pid) of every process handed out, in order: one entry per job, never the same pid twice.
         self.handed_out: list[tuple[str, int]] = []
         self.lock = threading.Lock()
-        self.keeps_freed_memory = keep_freed_memory()
+        # The parent's comparisons make a dozen output-sized temporaries (float64): kept, they are not
+        # page-faulted in full every time (one comparison of a 16 MiB output took half as long).
+        self.keeps_freed_memory = keep_freed_memory(1 << 30)
 
     def refill(self) -> None:
         """Start a child for every role without a live one. Spawning returns at once: the child imports torch
