@@ -189,6 +189,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
     batch = min(10, longest)
     while True:
+        batch_start = time.monotonic()
         order = [rng.randrange(n_sets) for _ in range(batch)]
         perturb: list[Any] = []
         fresh_positions = set(rng.sample(range(batch), k=-(-batch // FRESH_ONE_IN)))
@@ -248,7 +249,11 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         compared = len(fresh_times) >= FRESH_MIN_CALLS and len(reused_times) >= FRESH_MIN_CALLS
         if len(times) >= MAX_REPS or (time.monotonic() > budget_end and compared and audited):
             break
-        batch = min(longest, batch * 2)
+        # The next batch doubles, but is not planned to run past the budget by the cost per call of this one
+        # (its null calls and checks included): a whole batch past the budget had been seconds of overhead.
+        per_call_s = (time.monotonic() - batch_start) / len(batch_times)
+        fits = math.ceil(max(0.0, budget_end - time.monotonic()) / max(per_call_s, 1e-6))
+        batch = max(MIN_BATCH, min(longest, batch * 2, fits))
     audit = None
     if audits:
         audit = clock_audit(summarize(times)["median_us"], audits, device)
