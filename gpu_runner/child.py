@@ -519,26 +519,24 @@ class Harness:
         return {"reserved_bytes": self._reserve_heap(int(msg.get("reserve_bytes", 0)))}
 
     def _reserve_heap(self, nbytes: int) -> int:
-        """Take nbytes once, poisoned, and free them, so that the outputs a timing batch keeps for the checks come
-        from memory the process already holds. Otherwise every timed call's harness work grows the process's
-        memory (page faults on a CPU, cudaMalloc on a GPU), which the trusted null call of the clock audit, keeping
-        no outputs, never does. CPU: in blocks under glibc's mmap threshold, so that they stay in the heap
-        (heap.py); CUDA: one block, which the caching allocator keeps and splits (not yet run on a GPU). Where
-        the memory is not there, nothing is reserved: the audit is then only less fair, never wrong about
-        the outputs."""
-        if nbytes <= 0 or (self.device == "cpu" and not self.heap_kept):
+        """CPU: fault in nbytes of heap once, poisoned, and free it (heap.py keeps it), so that the outputs a timing
+        batch keeps for the checks come from memory the process already holds. Otherwise every timed call's
+        harness work page-faults in new memory, which the trusted null call of the clock audit, keeping no
+        outputs, never does. In blocks under glibc's mmap threshold, so that they stay in the heap. Not on a GPU,
+        where the caching allocator grows the same way (docs/ANTICHEAT.md): a reserve of device memory has not
+        been tried there. Where the memory is not there, nothing is reserved: the audit is then less fair, never
+        wrong about the outputs."""
+        if nbytes <= 0 or self.device != "cpu" or not self.heap_kept:
             return 0
         torch, blocks, done = self.torch, [], 0
-        step = (256 << 20) if self.device == "cpu" else nbytes
         try:
             while done < nbytes:
-                size = min(step, nbytes - done)
-                block = self.empty(size, dtype=torch.uint8, device=self.device)
+                size = min(256 << 20, nbytes - done)
+                block = self.empty(size, dtype=torch.uint8)
                 block.fill_(0xFF)
                 blocks.append(block)
                 done += size
-            self._sync()
-        except (RuntimeError, MemoryError):  # torch.OutOfMemoryError is a RuntimeError
+        except (RuntimeError, MemoryError):  # over the child's address-space limit
             done = 0
         del blocks
         return done
