@@ -22,8 +22,8 @@ def main() -> None:
     from gpu_runner.heap import keep_freed_memory
 
     # Before torch allocates anything: freed blocks stay in the heap, so the harness's cost per call is the same
-    # in every child (heap.py) and the poison block is what the next output gets.
-    heap_kept = keep_freed_memory()
+    # in every child (heap.py).
+    heap_threshold = keep_freed_memory()
     lockdown_result: dict = {}
     if os.environ.get("KERNELHUB_LOCKDOWN"):
         from gpu_runner.sandbox import lockdown
@@ -35,7 +35,7 @@ def main() -> None:
 
     channel = Channel(socket.socket(fileno=fd))
     harness = Harness(channel, role, lockdown_result)
-    harness.heap_kept = heap_kept
+    harness.heap_threshold = heap_threshold
     harness.serve()
 
 
@@ -80,7 +80,7 @@ class Harness:
         self.null_guards: Any = None
         self.phases_us: dict[str, float] = {}
         self.batch_outputs: list = []
-        self.heap_kept = False  # set by main(): heap.keep_freed_memory took effect
+        self.heap_threshold = 0  # set by main(): heap.keep_freed_memory's mmap threshold (0: not in force)
         self.policy: dict = {}
         self.model: Any = None
         self.problem: Any = None
@@ -526,12 +526,12 @@ class Harness:
         where the caching allocator grows the same way (docs/ANTICHEAT.md): a reserve of device memory has not
         been tried there. Where the memory is not there, nothing is reserved: the audit is then less fair, never
         wrong about the outputs."""
-        if nbytes <= 0 or self.device != "cpu" or not self.heap_kept:
+        if nbytes <= 0 or self.device != "cpu" or not self.heap_threshold:
             return 0
         torch, blocks, done = self.torch, [], 0
         try:
             while done < nbytes:
-                size = min(256 << 20, nbytes - done)
+                size = min(self.heap_threshold // 2, nbytes - done)
                 block = self.empty(size, dtype=torch.uint8)
                 block.fill_(0xFF)
                 blocks.append(block)

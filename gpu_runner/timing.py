@@ -169,7 +169,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     by pointer, shape or content is stale, and the checked calls catch it. One call in FRESH_ONE_IN instead
     regenerates its set from a fresh seed (a change ["fresh", seed]), which defeats recomputing only what
     changed; for the solution, calls on reused sets much faster than fresh ones are rejected (`memoization`).
-    With null_call(set, change, keep) -> (seconds, busiest thread's CPU us) (the trusted process's null call,
+    With null_call(set, change, keep) -> (seconds, busiest thread's CPU us, page faults; None where unknown) (the
+    trusted process's null call,
     timed by the parent with the solution stopped) and cpu_clock() -> sandbox.thread_cpu_ns of the solution,
     the reported times are audited against the parent's clock (clock_audit; TimingRejected "timing_forged").
     Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us", "clock_audit",
@@ -251,9 +252,10 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             break
         # The next batch doubles, but is not planned to run past the budget by the cost per call of this one
         # (its null calls and checks included): a whole batch past the budget had been seconds of overhead.
+        # (Once the fresh-input comparison has its calls: the first two batches hold them.)
         per_call_s = (time.monotonic() - batch_start) / len(batch_times)
         fits = math.ceil(max(0.0, budget_end - time.monotonic()) / max(per_call_s, 1e-6))
-        batch = max(MIN_BATCH, min(longest, batch * 2, fits))
+        batch = max(MIN_BATCH, min(longest, batch * 2, fits)) if compared else min(longest, batch * 2)
     audit = None
     if audits:
         audit = clock_audit(summarize(times)["median_us"], audits, device)

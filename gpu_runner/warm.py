@@ -74,7 +74,7 @@ class WarmPool:
         self.lock = threading.Lock()
         # The parent's comparisons make a dozen output-sized temporaries (float64): kept, they are not
         # page-faulted in full every time (one comparison of a 16 MiB output took half as long).
-        self.keeps_freed_memory = keep_freed_memory(1 << 30)
+        self.keeps_freed_memory = keep_freed_memory(1 << 30) > 0
 
     def refill(self) -> None:
         """Start a child for every role without a live one. Spawning returns at once: the child imports torch
