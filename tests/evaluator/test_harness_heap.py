@@ -31,7 +31,7 @@ def test_an_honest_kernel_with_a_large_output_does_not_fault_in_its_timed_calls(
     assert faults["null_call"] < PAGES_PER_OUTPUT // 16, audit
     assert (checks.get("heap_reserved_bytes") or 0) >= 4 * PAGES_PER_OUTPUT * 4096, checks.get("heap_reserved_bytes")
     assert result["verdict"] == "accepted", f"{result.get('rule')}: {result.get('message')}; audit {audit}"
-    # And the audit's reading of the kernel's own time is the kernel's time. With OpenMP threads spinning for
-    # milliseconds (their CPU time read a scheduler tick at a time) it was 1.2-1.7x the reported median even
-    # without the faults, and 2x with them.
-    assert audit["parent_clock_median_us"] <= 1.3 * audit["reported_median_us"], audit
+    # And the audit's reading of the kernel's own time is close to the kernel's time: 0.94-0.99x on the idle
+    # 2-core machine. With OpenMP threads spinning for milliseconds (their CPU time read a scheduler tick at a
+    # time) it was 1.2-1.7x even without the faults, and about 2x with them; the audit rejects past 1.43x.
+    assert audit["parent_clock_median_us"] <= 1.4 * audit["reported_median_us"], audit
