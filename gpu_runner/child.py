@@ -624,6 +624,7 @@ class Harness:
         poison, self.poison_bytes = self.poison_bytes, int(msg.get("poison_bytes", 0))
         policy, self.policy = self.policy, {**(msg.get("policy") or {}), "record_ops": False}
         keep = bool(msg.get("keep", True))
+        before = dict(self.phases_us)
         try:
             self.batch_outputs = []
             change = msg.get("change")
@@ -634,7 +635,8 @@ class Harness:
             us = self._one_timed_call(int(msg["set"]), change, keep, lambda *a: template, self.null_guards or None)
         finally:
             self.poison_bytes, self.batch_outputs, self.policy = poison, [], policy
-        return {"times_us": [us]}
+        # Where this null call's time went (a trusted process: the clock audit's samples can show it).
+        return {"times_us": [us], "phases_us": {k: v - before.get(k, 0.0) for k, v in self.phases_us.items()}}
 
     def _null_guards(self):  # type: ignore[no-untyped-def]
         """The solution's per-call guard, for the null call's cost (its process-wide hooks are not installed in a

@@ -609,17 +609,20 @@ class _Run:
 
         policy = self._load_fields("solution")["policy"]
 
-        def null_call(k: int, change: Any, keep: bool) -> tuple[float, float | None, int | None]:
+        def null_call(k: int, change: Any, keep: bool) -> tuple[float, float | None, int | None, Any]:
             """The harness's work of one timed call in the trusted process, by the parent's clock (seconds), by
-            the kernel's count of its busiest thread's CPU time (us), and its page faults."""
+            the kernel's count of its busiest thread's CPU time (us), its page faults, and the trusted child's
+            account of its phases (us)."""
             with self.timed("timing_clock_audit"), sandbox.stopped(sol.child):
                 cpu0 = sandbox.thread_cpu_ns(ref.child)
                 t0 = time.perf_counter()
-                self._trusted(ref, "null_call", set=k, change=change, keep=keep, output_bytes=self.output_bytes,
-                              poison_bytes=self._poison_bytes(), policy=policy)
+                reply = self._trusted(ref, "null_call", set=k, change=change, keep=keep,
+                                      output_bytes=self.output_bytes, poison_bytes=self._poison_bytes(),
+                                      policy=policy)
                 wall = time.perf_counter() - t0
                 cpu1 = sandbox.thread_cpu_ns(ref.child)
-                return wall, sandbox.busiest_thread_us(cpu0, cpu1), sandbox.faults_between(cpu0, cpu1)
+                return (wall, sandbox.busiest_thread_us(cpu0, cpu1), sandbox.faults_between(cpu0, cpu1),
+                        reply.get("phases_us"))
 
         try:
             with self._device_lock("solution"):

@@ -118,6 +118,9 @@ CLOCK_SLACK_US = {"cuda": 60.0, "cpu": 300.0}
 # exactly the null call's (its allocator holds a batch of outputs and may have to find memory for the next).
 HARNESS_SHARE = 0.1
 AUDIT_ONE_IN = 1  # every call on a reused set that the record skipped
+# KERNELHUB_AUDIT_SAMPLES=1: every audited call's raw figures go into checks.clock_audit.samples (for finding out
+# why the audit reads what it reads on a host; a few hundred entries).
+SAMPLES_VAR = "KERNELHUB_AUDIT_SAMPLES"
 AUDIT_MIN = 24
 RECORD_FIRST, RECORD_ONE_IN = 8, 8
 
@@ -169,8 +172,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     by pointer, shape or content is stale, and the checked calls catch it. One call in FRESH_ONE_IN instead
     regenerates its set from a fresh seed (a change ["fresh", seed]), which defeats recomputing only what
     changed; for the solution, calls on reused sets much faster than fresh ones are rejected (`memoization`).
-    With null_call(set, change, keep) -> (seconds, busiest thread's CPU us, page faults; None where unknown) (the
-    trusted process's null call,
+    With null_call(set, change, keep) -> (seconds, busiest thread's CPU us, page faults, the trusted child's phases;
+    None where unknown) (the trusted process's null call,
     timed by the parent with the solution stopped) and cpu_clock() -> sandbox.thread_cpu_ns of the solution,
     the reported times are audited against the parent's clock (clock_audit; TimingRejected "timing_forged").
     Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us", "clock_audit",
@@ -185,6 +188,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     reused_times: list[float] = []
     checked = 0
     audits: list[tuple[Any, ...]] = []  # clock_audit's entries
+    samples: list[dict[str, Any]] | None = [] if os.environ.get(SAMPLES_VAR) == "1" else None
     phases: Any = None
     budget_end = time.monotonic() + BUDGET_S[device]
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
@@ -225,8 +229,14 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             batch_times.append(t)
             fresh_call = bool(perturb[pos]) and perturb[pos][0] == "fresh"
             if null_call is not None and not record and not fresh_call and rng.randrange(AUDIT_ONE_IN) == 0:
-                null_s, null_cpu_us, null_faults = null_call(order[pos], perturb[pos], check_batch is not None)
+                null_s, null_cpu_us, null_faults, null_phases = null_call(order[pos], perturb[pos],
+                                                                          check_batch is not None)
                 audits.append((t, wall_us, null_s * 1e6, cpu_us, null_cpu_us, faults, null_faults))
+                if samples is not None:
+                    samples.append({"call": len(times) + pos, "batch_position": pos, "reported_us": t,
+                                    "request_wall_us": wall_us, "null_wall_us": null_s * 1e6,
+                                    "request_cpu_us": cpu_us, "null_cpu_us": null_cpu_us, "request_faults": faults,
+                                    "null_faults": null_faults, "null_phases_us": null_phases})
         phases = reply.get("phases_us")
         if check_batch is not None:
             # Picked after the batch ran, so the solution cannot know which calls are checked.
@@ -259,6 +269,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     audit = None
     if audits:
         audit = clock_audit(summarize(times)["median_us"], audits, device)
+        if samples is not None:
+            audit["samples"] = samples
         if not audit["ok"]:
             raise TimingRejected(
                 "timing_forged",

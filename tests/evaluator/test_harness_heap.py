@@ -19,10 +19,15 @@ PAGES_PER_OUTPUT = (16 << 20) // 4096  # softmax_rows_cpu's output: 4096 x 1024 
 @pytest.mark.slow
 def test_an_honest_kernel_with_a_large_output_does_not_fault_in_its_timed_calls():
     result = evaluate_files(REPO_ROOT / "examples/cpu/cpp/softmax_rows_cpu.py",
-                            REPO_ROOT / "problems/cpu/level1/softmax_rows_cpu.py")
+                            REPO_ROOT / "problems/cpu/level1/softmax_rows_cpu.py",
+                            env={"KERNELHUB_AUDIT_SAMPLES": "1"})
     checks = result.get("checks") or {}
     audit = checks.get("clock_audit")
     assert audit, f"no clock audit was recorded: {result.get('verdict')} {result.get('message')}"
+    # Asked for, the raw figures of every audited call, with the trusted null call's own phases.
+    samples = audit.get("samples") or []
+    assert len(samples) == audit["calls"], audit
+    assert all(s["null_phases_us"]["poison_flush"] > 0 and s["request_wall_us"] > 0 for s in samples), samples[:3]
     faults = audit["page_faults_median"]
     assert faults["solution"] is not None and faults["null_call"] is not None, audit
     # Before the fix: about 3 x PAGES_PER_OUTPUT per call in the solution's child (its poison block of two
