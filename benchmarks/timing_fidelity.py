@@ -114,6 +114,61 @@ def _event_median(fn, inputs, device: str, flush) -> float:  # type: ignore[no-u
     return statistics.median(times)
 
 
+def _window_breakdown(fn, inputs, flush) -> dict:
+    """Where a harness's time inside the window goes, for the solution (CUDA): the medians of the same calls
+    timed as the plain measurement does and as the evaluator before 1.2.0 did, with and without its guard.
+    - plain: synchronise, flush, start, forward, end, synchronise;
+    - old_no_guard: flush, synchronise, start, forward, device-wide synchronise, end (evaluator 1.1.0's window);
+    - old_guard: the same inside the guard (its dispatch mode and ITT ranges during forward);
+    - old_guard_recorded: the same on a call the guard's op record runs on;
+    - new_guard: the guard entered, flush, start, forward, end, then the synchronise (evaluator 1.2.0)."""
+    import torch
+
+    from gpu_runner import guards
+
+    def run(variant: str) -> float:
+        times = []
+        for i in range(PLAIN_CALLS + PLAIN_WARMUP):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            if variant == "plain":
+                flush.zero_()
+                start.record()
+                fn(*inputs)
+                end.record()
+            elif variant.startswith("old"):
+                flush.zero_()
+                torch.cuda.synchronize()
+                policy = {"record_ops": variant == "old_guard_recorded"}
+                with guards.forward_guard(policy) if variant != "old_no_guard" else _nothing():
+                    start.record()
+                    fn(*inputs)
+                    torch.cuda.synchronize()
+                    end.record()
+            else:
+                with guards.forward_guard({"record_ops": False}):
+                    flush.zero_()
+                    start.record()
+                    fn(*inputs)
+                    end.record()
+                    torch.cuda.synchronize()
+            torch.cuda.synchronize()
+            if i >= PLAIN_WARMUP:
+                times.append(start.elapsed_time(end) * 1000.0)
+        return statistics.median(times)
+
+    with torch.no_grad():
+        return {v: run(v) for v in ("plain", "old_no_guard", "old_guard", "old_guard_recorded", "new_guard")}
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 def _profiled_us(fn, inputs) -> float:  # type: ignore[no-untyped-def]
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -161,6 +216,11 @@ def plain(problem_path: Path, solution_path: Path, device: str) -> dict:
             out[f"{side}_event_us"] = _event_median(fn, inputs, device, flush)
             if device == "cuda":
                 out[f"{side}_kernel_us"] = _profiled_us(fn, inputs)
+        if device == "cuda":
+            try:
+                out["solution_window_breakdown_us"] = _window_breakdown(model_new, inputs, flush)
+            except Exception as e:  # noqa: BLE001 - a diagnostic: the table stands without it
+                out["solution_window_breakdown_us"] = {"error": repr(e)[:500]}
     return out
 
 
@@ -215,6 +275,8 @@ def rows_of(name: str, plain_res: dict, result: dict) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     def f(v: object, fmt: str = "{:.1f}") -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "NO"
         return "-" if v is None else (fmt.format(v) if isinstance(v, (int, float)) else str(v))
 
     lines = ["| case | side | plain events (us) | evaluator (us) | ratio | within 5% or 3 us | profiler kernel time: "
@@ -303,6 +365,15 @@ def main(argv: list[str] | None = None) -> int:
     order = {c[0]: i for i, c in enumerate(cases)}
     report["rows"].sort(key=lambda r: (order.get(r["case"], 99), r["side"]))
     text = table(report["rows"])
+    lines = ["", "| case (solution) | plain | old window, no guard | old window, guard | old, op record on | "
+             "new window, guard |", "|---|---|---|---|---|---|"]
+    for c in sorted(report["cases"], key=lambda c: order.get(c["case"], 99)):
+        b = c["plain"].get("solution_window_breakdown_us")
+        if isinstance(b, dict) and "plain" in b:
+            lines.append(f"| {c['case']} | " + " | ".join(f"{b[k]:.1f}" for k in (
+                "plain", "old_no_guard", "old_guard", "old_guard_recorded", "new_guard")) + " |")
+    if len(lines) > 3:
+        text += "\n" + "\n".join(lines)
     report["table"] = text
     if a.out:
         a.out.write_text(json.dumps(report, indent=1, default=str))
