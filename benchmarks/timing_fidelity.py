@@ -89,20 +89,23 @@ def _inputs(problem, device: str, seed: int):  # type: ignore[no-untyped-def]
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
 
 
-def _event_median(fn, inputs, device: str, flush) -> float:  # type: ignore[no-untyped-def]
+def _event_median(fn, inputs, device: str, flush, host: list | None = None) -> float:  # type: ignore[no-untyped-def]
+    """The median event time; `host` (a list) receives the median host time spent in forward."""
     import torch
 
     with torch.no_grad():
         for _ in range(PLAIN_WARMUP):
             fn(*inputs)
-        times = []
+        times, host_times = [], []
         for _ in range(PLAIN_CALLS):
             if device == "cuda":
                 torch.cuda.synchronize()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 flush.zero_()
                 start.record()
+                h0 = time.perf_counter()
                 fn(*inputs)
+                host_times.append((time.perf_counter() - h0) * 1e6)
                 end.record()
                 torch.cuda.synchronize()
                 times.append(start.elapsed_time(end) * 1000.0)
@@ -111,6 +114,8 @@ def _event_median(fn, inputs, device: str, flush) -> float:  # type: ignore[no-u
                 t0 = time.perf_counter()
                 fn(*inputs)
                 times.append((time.perf_counter() - t0) * 1e6)
+    if host is not None and host_times:
+        host.append(statistics.median(host_times))
     return statistics.median(times)
 
 
@@ -213,7 +218,10 @@ def plain(problem_path: Path, solution_path: Path, device: str) -> dict:
     out: dict = {}
     with gpulock.held(device, phase="timing fidelity: plain measurement"):
         for side, fn in (("eager", model), ("compile", compiled), ("solution", model_new)):
-            out[f"{side}_event_us"] = _event_median(fn, inputs, device, flush)
+            host: list[float] = []
+            out[f"{side}_event_us"] = _event_median(fn, inputs, device, flush, host)
+            if host:
+                out[f"{side}_forward_host_us"] = host[0]
             if device == "cuda":
                 out[f"{side}_kernel_us"] = _profiled_us(fn, inputs)
         if device == "cuda":

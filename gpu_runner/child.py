@@ -341,11 +341,11 @@ class Harness:
         the device-wide synchronise and the fingerprints are outside it. The flush is not waited for: while the
         GPU flushes, the host records the start and launches forward, as in a plain event timing.
 
-        No work may escape the window: after the end event the harness synchronises the whole device and
-        records one more event. Its distance from the end event (the tail) is the synchronise's own latency for
-        an honest call, and that plus the unfinished work for a call that left kernels running on another
-        stream. The parent adds to the window whatever tail exceeds the latency the trusted reference measured
-        on this device (timing.py, op_tail_calibrate): every side pays the same, and escaped work is counted.
+        No work may escape the window: once the end event has passed, the harness synchronises the whole device.
+        How long that takes (the tail) is the synchronise's own cost on an idle device for an honest call, and
+        that plus the unfinished work for a call that left kernels running on another stream. The parent adds
+        to the window whatever tail exceeds what empty calls measured in the same process (timing.py,
+        op_tail_calibrate): every side pays the same, and escaped work is counted.
         (model and guards: the trusted roles' null call, op_null_call.)"""
         model = self.model if model is None else model
         guards = self.guards if guards is None else guards
@@ -355,17 +355,20 @@ class Harness:
                 guard.__enter__()
             try:
                 if self.device == "cuda":
-                    start, end, done = (self.Event(enable_timing=True), self.Event(enable_timing=True),
-                                        self.Event(enable_timing=True))
+                    start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
                     self.flush_buf.fill_(1)
                     start.record()
+                    h0 = self.perf()
                     out = model(*inputs)
+                    h1 = self.perf()
                     end.record()
+                    end.synchronize()
+                    # The host's time in forward (a diagnostic: where a short kernel's window goes).
+                    self.phases_us["forward_host"] = self.phases_us.get("forward_host", 0.0) + (h1 - h0) * 1e6
+                    t0 = self.perf()
                     self.cuda_sync()
-                    done.record()
-                    done.synchronize()
+                    tail_us: float | None = (self.perf() - t0) * 1e6
                     elapsed_us = start.elapsed_time(end) * 1000.0
-                    tail_us: float | None = end.elapsed_time(done) * 1000.0
                 else:
                     self.flush_buf.fill_(1)
                     t0 = self.perf()
@@ -658,18 +661,21 @@ class Harness:
         return {"times_us": [us], "phases_us": {k: v - before.get(k, 0.0) for k, v in self.phases_us.items()}}
 
     def op_tail_calibrate(self, msg: dict) -> dict:
-        """Trusted roles, CUDA: the tail of _timed_call (its device-wide synchronise and last event) around a
-        forward that launches nothing, msg["calls"] times. The parent takes what an honest call's tail costs on
-        this device from these (timing.tail_allowance)."""
-        if self.role == "solution":
-            raise HarnessError("internal", "not for the solution")
+        """CUDA: the tail of _timed_call (the device-wide synchronise after the end event) around a forward that
+        launches nothing, msg["calls"] times, in this process as its timed calls run (the solution's inside its
+        guard). The parent takes what an honest call's tail costs here from these (timing.tail_allowance)."""
         if self.device != "cuda":
             return {"tails_us": []}
         tails = []
-        for _ in range(max(1, min(1000, int(msg.get("calls", 100))))):
-            self._sync()
-            _, _, tail = self._timed_call([], lambda: None, None)
-            tails.append(tail)
+        policy = self.policy
+        self.policy = {**policy, "record_ops": False}
+        try:
+            for _ in range(max(1, min(1000, int(msg.get("calls", 100))))):
+                self._sync()
+                _, _, tail = self._timed_call([], lambda: None, None)
+                tails.append(tail)
+        finally:
+            self.policy = policy
         return {"tails_us": tails}
 
     def op_profile(self, msg: dict) -> dict:

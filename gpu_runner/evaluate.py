@@ -244,7 +244,7 @@ class _Run:
         self.ref_thread: _Background | None = None
         self.started = time.monotonic()
         self.pool: Any = None
-        self.tail_allowance_us: float | None = None
+        self.trusted_tail_us: float | None = None
 
     def stage(self, name: str) -> None:
         # When each stage began, seconds from the start: where an evaluation's time goes.
@@ -635,12 +635,12 @@ class _Run:
 
         try:
             with self._device_lock("solution"):
-                self._calibrate_tail()
+                allowance = self._tail_allowance(sol)
                 t = timing.run_timing(_UntrustedTiming(self, sol), device=self.device, n_sets=self.n_sets,
                                       check_batch=check_batch, perturbable=self.perturbable,
                                       output_bytes=self.output_bytes, null_call=null_call,
                                       cpu_clock=lambda: sandbox.thread_cpu_ns(sol.child),
-                                      tail_allowance_us=self.tail_allowance_us)
+                                      tail_allowance_us=allowance)
         except timing.TimingRejected as e:
             if e.audit is not None:
                 self.result["checks"]["clock_audit"] = e.audit  # the figures behind a timing_forged verdict
@@ -705,18 +705,32 @@ class _Run:
         checks["kernel_time"] = {"measured": True, "calls": KERNEL_TIME_CALLS, "warmup": KERNEL_TIME_WARMUP}
         self.result["kernel_time_us"] = float(value)
 
-    def _calibrate_tail(self) -> None:
-        """CUDA: what the timed window's device-wide synchronise costs an honest call on this device, measured by
-        the trusted reference under the exclusive device lock (timing.tail_allowance). Every side, the baselines
-        included, is timed against this one allowance."""
-        if self.device != "cuda" or self.tail_allowance_us is not None or self.reference is None:
-            return
-        reply = self._trusted(self.reference, "tail_calibrate", calls=timing.TAIL_CALIBRATION_CALLS)
-        tails = timing.validate_times(reply.get("tails_us"), timing.TAIL_CALIBRATION_CALLS)
-        self.tail_allowance_us = timing.tail_allowance(tails)
-        self.result["checks"]["tail_calibration"] = {
-            "calls": len(tails), "median_us": round(statistics.median(tails), 2),
-            "allowance_us": round(self.tail_allowance_us, 2)}
+    def _tail_allowance(self, session: Session) -> float | None:
+        """CUDA: what the device-wide synchronise after the timed window costs an honest call in `session`'s
+        process (timing.tail_allowance over empty calls there, under the exclusive device lock). The solution's
+        own figure is capped by the trusted reference's (TAIL_CAP_FACTOR x it + TAIL_CAP_US): its process could
+        inflate its empty calls to hide work past forward, and gains at most that cap."""
+        if self.device != "cuda" or self.reference is None:
+            return None
+        calls = timing.TAIL_CALIBRATION_CALLS
+        if self.trusted_tail_us is None:
+            reply = self._trusted(self.reference, "tail_calibrate", calls=calls)
+            self.trusted_tail_us = timing.tail_allowance(timing.validate_times(reply.get("tails_us"), calls))
+        if session is self.reference:
+            tails = None
+            allowance = self.trusted_tail_us
+        else:
+            if session.role == "solution":
+                reply = self._untrusted(session, "tail_calibrate", "timing (calibration)", calls=calls)
+            else:
+                reply = self._trusted(session, "tail_calibrate", calls=calls)
+            tails = timing.validate_times(reply.get("tails_us"), calls)
+            cap = timing.TAIL_CAP_FACTOR * self.trusted_tail_us + timing.TAIL_CAP_US
+            allowance = min(timing.tail_allowance(tails), cap)
+        self.result["checks"].setdefault("tail_calibration", {})[session.role] = {
+            "calls": calls, "allowance_us": round(allowance, 2), "reference_allowance_us": round(self.trusted_tail_us, 2),
+            "median_us": round(statistics.median(tails), 2) if tails else None}
+        return allowance
 
     def _guard_findings_first(self, sol: Session) -> None:
         """Before a rejection by a timing heuristic: a rule the guards saw broken is the exact reason, so it is
@@ -796,9 +810,9 @@ class _Run:
                     self._trusted(session, "warmup", timeout=_load_timeout(), calls=1, max_s=1.0)
             assert session is not None
             with self._device_lock(f"baseline {mode}"):
-                self._calibrate_tail()
+                allowance = self._tail_allowance(session)
                 t = timing.run_timing(_TrustedTiming(self, session), device=self.device, n_sets=self.n_sets,
-                                      tail_allowance_us=self.tail_allowance_us)
+                                      tail_allowance_us=allowance)
             stats = {**t["stats"], "device": self.device_model}
             if t["tail"] is not None:
                 stats["tail_added_median_us"] = t["tail"]["added_median_us"]

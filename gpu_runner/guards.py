@@ -802,6 +802,34 @@ def _fallback_detail(op: str) -> str:
     )
 
 
+_fallthrough_library: Any = None
+_fallthrough_failed: list[str] = []
+
+
+def _let_allowed_ops_through() -> None:
+    """The op guard's dispatch mode sees only the ops it must refuse. Every overload of ALLOWED_ATEN_OPS gets a
+    fallthrough at the Python dispatch key, so allocations, views and copies in forward skip the mode's Python
+    code (some 10 us an op, inside the timed window: on the H200 host the guard had added 40-100 us to calls of
+    a one-kernel forward); an op that computes still reaches the mode and is refused. Only in the solution's
+    process: a Python mode elsewhere (torch.compile's tracing in a trusted child) must see every op."""
+    global _fallthrough_library
+    if _fallthrough_library is not None:
+        return
+    library = torch.library.Library("aten", "IMPL")
+    for full in sorted(ALLOWED_ATEN_OPS):
+        op = full.split("::", 1)[1]
+        packet = getattr(torch.ops.aten, op, None)
+        if packet is None:
+            continue
+        for overload in packet.overloads():
+            name = op if overload == "default" else f"{op}.{overload}"
+            try:
+                library.impl(name, torch.library.fallthrough_kernel, "Python")
+            except Exception as exc:  # noqa: BLE001 - that overload stays checked by the mode: slower, not weaker
+                _fallthrough_failed.append(f"{name}: {type(exc).__name__}")
+    _fallthrough_library = library
+
+
 def install_process_guards() -> None:
     """Record the identities the harness relies on and the threads alive now; block introspection.
 
@@ -819,6 +847,7 @@ def install_process_guards() -> None:
     # Entering a dispatch mode imports torch._dynamo lazily, which also wraps a few torch functions, and
     # the first profiler use initialises it: do both now, before the identities are recorded and before
     # the solution can interfere.
+    _let_allowed_ops_through()
     with _BlockTorchCompute(ALLOWED_ATEN_OPS):
         torch.empty(1)
     try:

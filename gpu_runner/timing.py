@@ -124,12 +124,14 @@ AUDIT_ONE_IN = 1  # every call on a reused set that the record skipped
 SAMPLES_VAR = "KERNELHUB_AUDIT_SAMPLES"
 AUDIT_MIN = 24
 RECORD_FIRST, RECORD_ONE_IN = 8, 8
-# The tail (child._timed_call): the end event to an event recorded after a device-wide synchronise. An honest
-# call's tail is the synchronise's own latency; the allowance is a high quantile of it, measured by the trusted
-# reference with a forward that launches nothing, plus a margin for the jitter of one reading.
+# The tail (child._timed_call): how long the device-wide synchronise takes once the end event has passed. An
+# honest call's tail is the synchronise's own cost on an idle device; the allowance is a high quantile of it,
+# measured in the same process with a forward that launches nothing, plus a margin for the jitter of one
+# reading. The solution's own figure is capped at TAIL_CAP_FACTOR x the trusted reference's + TAIL_CAP_US.
 TAIL_QUANTILE = 0.9
 TAIL_MARGIN_US = 2.0
 TAIL_CALIBRATION_CALLS = 100
+TAIL_CAP_FACTOR, TAIL_CAP_US = 2.0, 10.0
 
 
 def tail_allowance(tails_us: list[float]) -> float:
@@ -353,7 +355,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             )
     # The child's word, kept only as four finite numbers.
     child_phases = {k: round(float(v), 1) for k, v in phases.items()
-                    if k in ("inputs", "poison", "call", "fingerprint") and type(v) in (int, float)
+                    if k in ("inputs", "poison", "call", "fingerprint", "forward_host") and type(v) in (int, float)
                     and math.isfinite(v)} if isinstance(phases, dict) else None
     tail_summary = None
     if tails:

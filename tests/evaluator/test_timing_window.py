@@ -84,7 +84,7 @@ with torch.cuda.stream(side):
     for _ in range(20):
         y = ext.relu_scale(y, 1.0)
 return y
-""", base=CUDA_SOLUTION)
+""", prelude="import torch", base=CUDA_SOLUTION)
 JOINED = with_forward("""
 y = ext.relu_scale(x.contiguous(), self.scale)
 for _ in range(20):
