@@ -32,7 +32,7 @@ DEVICE=${DEVICE:-cuda}
 log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$OUT/bench.log"; }
 
 # step NAME SECONDS COMMAND...: runs COMMAND with --deadline-s SECONDS-20 under a hard timeout of SECONDS, never
-# past the call's budget; its output goes to $LOGS/NAME.log, its tail to steps.log, its SUMMARY line to bench.log.
+# past the run's budget; its output goes to $LOGS/NAME.log, its tail to steps.log, its SUMMARY line to bench.log.
 step() {
   local name=$1 seconds=$2; shift 2
   local left=$((BUDGET_S - SECONDS - 5))
