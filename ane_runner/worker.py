@@ -22,8 +22,9 @@ from typing import Any
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
+from gpu_runner.contract import ContractError, Job
 from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
-from gpu_runner.worker import JOB_KEYS, SOFT_TIME_LIMIT_S, _KeepAlive, timeout_result
+from gpu_runner.worker import SOFT_TIME_LIMIT_S, _KeepAlive, timeout_result
 
 logger = logging.getLogger("ane_runner.worker")
 
@@ -49,11 +50,15 @@ def run_ane_job(client: SiteClient, job: dict[str, Any], *, chip: str, keepalive
     from .evaluate_mac import JobError, evaluate_on_mac
     from .macos import CoreMLBackend
 
-    missing = [key for key in (*JOB_KEYS, "ane") if key not in job]
-    if missing:
-        logger.error("Dropping a malformed ANE job (missing %s).", ", ".join(missing))
+    try:
+        checked = Job.from_json(job)
+        if checked.ane is None:
+            raise ContractError("job lacks ane: an ANE job is prepared by the site first "
+                                "(apps/submissions/ane.py) and carries its package and reference.")
+    except ContractError as e:
+        logger.error("Dropping a malformed ANE job: %s", e)
         return "refused"
-    evaluation_id, token = int(job["evaluation_id"]), str(job["job_token"])
+    evaluation_id, token = checked.evaluation_id, checked.job_token
     try:
         client.claim(evaluation_id, token)
     except SiteRefused as e:
@@ -62,7 +67,7 @@ def run_ane_job(client: SiteClient, job: dict[str, Any], *, chip: str, keepalive
     keepalive = _KeepAlive(client, evaluation_id, token, keepalive_s)
     keepalive.start()
     try:
-        result = evaluate_on_mac(job["ane"], backend=CoreMLBackend(), chip=chip, on_stage=keepalive.report)
+        result = evaluate_on_mac(checked.ane, backend=CoreMLBackend(), chip=chip, on_stage=keepalive.report)
     except SoftTimeLimitExceeded:
         result = timeout_result(f"The evaluation took longer than this runner's limit of {SOFT_TIME_LIMIT_S} s.")
     except (JobError, Exception) as e:  # noqa: BLE001 - this runner or the job failed, not the solution

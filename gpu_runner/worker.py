@@ -31,12 +31,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init
 
 from gpu_runner import calibration  # imported with the worker: its clock of the last measurement starts now
+from gpu_runner.contract import ContractError, Job
 from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
 
 logger = logging.getLogger("gpu_runner.worker")
-
-JOB_KEYS = ("evaluation_id", "job_token", "attempt", "problem_slug", "problem_source", "solution_source",
-            "language", "device", "seed")
 
 
 def _env_int(name: str, default: int) -> int:
@@ -141,11 +139,12 @@ def _prestart(**_: Any) -> None:
 
 def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.0) -> str:
     """Claim, evaluate, report. Returns what happened: refused, done, lost or gave_up."""
-    missing = [key for key in JOB_KEYS if key not in job]
-    if missing:
-        logger.error("Dropping a malformed job (missing %s).", ", ".join(missing))
+    try:
+        checked = Job.from_json(job)
+    except ContractError as e:
+        logger.error("Dropping a malformed job: %s", e)
         return "refused"
-    evaluation_id, token = int(job["evaluation_id"]), str(job["job_token"])
+    evaluation_id, token = checked.evaluation_id, checked.job_token
     try:
         client.claim(evaluation_id, token)
     except SiteRefused as e:
@@ -158,11 +157,11 @@ def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.
         # Imported here: the evaluator pulls in torch, which the site's tests of this module do not need.
         from gpu_runner.evaluate import evaluate
 
-        pool = warm_pool(job["device"]) if job["device"] in ("cpu", "cuda") else None
+        pool = warm_pool(checked.device) if checked.device in ("cpu", "cuda") else None
         if pool is not None:
             pool.refill()  # started before this job in the normal case; this replaces any that died since
-        result = evaluate(job["problem_source"], job["solution_source"], device=job["device"],
-                          seed=int(job["seed"]), on_stage=keepalive.report, pool=pool)
+        result = evaluate(checked.problem_source, checked.solution_source, device=checked.device,
+                          seed=checked.seed, on_stage=keepalive.report, pool=pool)
     except SoftTimeLimitExceeded:
         result = timeout_result(f"The evaluation took longer than this runner's limit of {SOFT_TIME_LIMIT_S} s "
                                 "(building, checking and timing together).")

@@ -23,9 +23,10 @@ from typing import Any
 
 import httpx
 
+from gpu_runner.contract import VERDICTS  # noqa: F401 - part of this module's interface
+
 # Evaluation states after which nothing changes (apps/submissions: Evaluation.FINAL_STATES).
 FINAL_STATUSES = ("done", "failed")
-VERDICTS = ("accepted", "wrong_answer", "compile_error", "runtime_error", "timeout", "rejected")
 
 
 class ClientError(Exception):

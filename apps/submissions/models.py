@@ -8,6 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from apps.devices.models import HardwarePool, Runner
+from gpu_runner import contract
 
 
 def sha256_text(text: str) -> str:
@@ -152,10 +153,11 @@ class Evaluation(models.Model):
     FINAL_STATES = (STATUS_DONE, STATUS_FAILED)
     IN_PROGRESS_STATES = (STATUS_QUEUED, STATUS_RUNNING)
 
-    STAGES = ("queued", "compiling", "checking", "timing", "done")
+    # The runners' contract names them (gpu_runner/contract.py); the site only stores them.
+    STAGES = contract.STAGES
     STAGE_CHOICES = [(s, s) for s in STAGES]
 
-    VERDICTS = ("accepted", "wrong_answer", "compile_error", "runtime_error", "timeout", "rejected")
+    VERDICTS = contract.VERDICTS
     VERDICT_CHOICES = [(v, v) for v in VERDICTS]
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="evaluations")

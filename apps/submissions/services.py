@@ -38,13 +38,13 @@ from apps.submissions.models import (
     Submission,
     sha256_text,
 )
+from gpu_runner.contract import RUNNER_STAGES as JOB_STAGES
 
 logger = logging.getLogger(__name__)
 
 EVALUATE_TASK = "gpu_runner.evaluate_job"
 PREPARE_ANE_TASK = "submissions.prepare_ane_job"
 LANGUAGES = tuple(code for code, _ in Submission.LANGUAGE_CHOICES)
-JOB_STAGES = ("compiling", "checking", "timing")
 
 
 class SubmissionError(Exception):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The evaluator benchmarks of issue #2 in one call on a lent one-H200 host (about 500 s), each step with its own
-# deadline and a hard timeout above it, all sharing one cache directory (builds, baselines, the device lock):
+# The evaluator's benchmarks on a GPU host (about 500 s), each step with its own deadline and a hard timeout
+# above it, all sharing one cache directory (builds, baselines, the device lock):
 #   b. benchmarks/evaluator_batch.py: 4 CUDA examples accepted on the H200 before (outputs of 32-64 MiB), 4
 #      concurrent evaluations with pre-started processes; a cold pass fills the build and baseline caches, the
 #      warm pass (the accepted ones up to 3 times each, new seeds, as many as its deadline allows) gives the GPU
@@ -9,17 +9,16 @@
 #      eager re-timed every run (--fresh-baselines eager), after one warm-up evaluation
 #   c. benchmarks/evaluator_overhead.py on matmul_square, warm (--gap 5) then cold, 3 runs each, the caches
 #      filled by (a) (--skip-fill)
-# Carry: .whl (kernelguard) and .carry (bwrap), made by scripts/make_carry.sh. Writes 6 files under $OUT:
+# Carry: .whl and .carry (scripts/gpu/carry.sh; see scripts/gpu/host_env.sh). Writes these files under $OUT:
 # bench.log (machine, each step's rc and summary line), steps.log (the tail of each step's output) and one JSON
 # per step. The JSONs are saved after every evaluation, so a step cut by its deadline keeps what it measured.
 # Knobs (environment): BUDGET_S (500), EXAMPLES, CONCURRENCY (4), REPEAT (3), REPRO_SOLUTION, REPRO_N (5),
 # OVERHEAD_N (3), B_S, A_S, CW_S, CC_S (each step's seconds), DEVICE (cuda; cpu with CPU examples rehearses this
 # script on a machine without a GPU).
 set -u
-export PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export KERNELHUB_CACHE_DIR=${KERNELHUB_CACHE_DIR:-/tmp/khcache}; mkdir -p "$KERNELHUB_CACHE_DIR"
-LOGS=$(mktemp -d /tmp/h200-bench-logs.XXXX)
+cd "$(dirname "$0")/../.."
+. scripts/gpu/host_env.sh
+LOGS=$(mktemp -d /tmp/gpu-bench-logs.XXXX)
 BUDGET_S=${BUDGET_S:-500}
 B_S=${B_S:-220}    # (b) batch: cold pass (builds, baselines), then the warm pass until its deadline
 A_S=${A_S:-120}    # (a) reproducibility: a warm-up evaluation, then 5 (caches filled by (b))
@@ -28,25 +27,12 @@ CC_S=${CC_S:-120}  # (c) overhead, cold: whatever is left of the budget, 120 s a
 EXAMPLES=${EXAMPLES:-examples/gpu/cuda/matmul_square.py examples/gpu/cuda/matmul_bias_relu.py \
 examples/gpu/cuda/attention_core.py examples/gpu/cuda/mlp_block.py}
 REPRO_SOLUTION=${REPRO_SOLUTION:-examples/gpu/cuda/matmul_square.py}
-PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
 
 log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$OUT/bench.log"; }
 
-if [ -d .whl ]; then
-  $PY -m pip install -q --no-index --no-deps --target /tmp/kg .whl/kernelguard-*.whl > /dev/null 2>&1 \
-    || log "kernelguard wheel did not install: the prescreen runs without it"
-fi
-export PYTHONPATH=/tmp/kg:$PWD
-if [ ! -x /usr/local/bin/bwrap ] && ! command -v bwrap > /dev/null && [ -f .carry/bwrap ]; then
-  install -m 755 .carry/bwrap /usr/local/bin/bwrap
-fi
-{ date -u; git log -1 --format='commit %h %s' 2>/dev/null; nproc; free -g | head -2
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,utilization.gpu \
-    --format=csv 2>&1; } >> "$OUT/bench.log"
-
 # step NAME SECONDS COMMAND...: runs COMMAND with --deadline-s SECONDS-20 under a hard timeout of SECONDS, never
-# past the call's budget; its output goes to $LOGS/NAME.log, its tail to steps.log, its SUMMARY line to bench.log.
+# past the run's budget; its output goes to $LOGS/NAME.log, its tail to steps.log, its SUMMARY line to bench.log.
 step() {
   local name=$1 seconds=$2; shift 2
   local left=$((BUDGET_S - SECONDS - 5))
@@ -75,5 +61,5 @@ step overhead_warm "$CW_S" $PY benchmarks/evaluator_overhead.py --solution "$REP
 step overhead_cold "$CC_S" $PY benchmarks/evaluator_overhead.py --solution "$REPRO_SOLUTION" --device "$DEVICE" \
   -n "${OVERHEAD_N:-3}" --skip-fill --out "$OUT/overhead_cold.json"
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv >> "$OUT/bench.log" 2>&1
-log "h200_bench: done"
+log "bench: done"
 grep -h '^SUMMARY' "$OUT/bench.log"

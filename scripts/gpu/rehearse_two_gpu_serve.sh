@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# A rehearsal of scripts/h200_x2.sh on this machine (no GPU: the cpu pool, one worker, a cpp example), to show
-# that the carried wheel set is complete: a fresh venv without site packages, whose only packages are
-#   - those the lent hosts' image already has (KINDS.md), hard-linked from the development venv, and
-#   - the wheels of make_carry.sh, fetched for this machine's Python into .whl-rehearse.
-# Usage: bash scripts/rehearse_h200_x2.sh   (results under var/rehearse-h200-x2/)
+# A rehearsal of scripts/gpu/two_gpu_serve.sh on a machine without a GPU (the cpu pool, one worker, a cpp
+# example), to show that the carried wheel set is complete: a fresh venv without site packages, whose only
+# packages are
+#   - those the GPU hosts' image already has (the list below), hard-linked from the development venv, and
+#   - the wheels of scripts/gpu/carry.sh, fetched for this machine's Python into .whl-rehearse.
+# Usage: bash scripts/gpu/rehearse_two_gpu_serve.sh   (results under var/rehearse-two-gpu-serve/)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 REPO=$PWD
-[ -d .whl-rehearse ] || DEST=.whl-rehearse PLATFORM=native bash scripts/make_carry.sh "$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-WORK=$(mktemp -d /tmp/rehearse-h200-x2.XXXXXX)
+[ -d .whl-rehearse ] || DEST=.whl-rehearse PLATFORM=native bash scripts/gpu/carry.sh "$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+WORK=$(mktemp -d /tmp/rehearse-two-gpu-serve.XXXXXX)
 python3 -m venv --without-pip "$WORK/venv"
-# The host's image: these names of the KINDS.md list (those the site, the runner and the tests use).
+# The GPU hosts' image: these of its packages (those the site, the runner and the tests use).
 HOST_PACKAGES="torch numpy psutil httpx httpcore h11 anyio idna certifi nvidia-ml-py pytest pluggy
   iniconfig packaging pyyaml uvloop click attrs typing-extensions jinja2 markupsafe pygments six python-dateutil
   msgpack setuptools filelock sympy mpmath networkx fsspec pytest-timeout pyarrow ninja pip"
@@ -30,10 +31,10 @@ for name in names:
         # Hard links, not symbolic ones: the sandbox binds sys.path's folders, not where links point.
         subprocess.run(["cp", "-al", os.path.join(root, top), os.path.join(dest, top)], check=True)
 EOF
-OUT="$REPO/var/rehearse-h200-x2"; rm -rf "$OUT"; mkdir -p "$OUT"
+OUT="$REPO/var/rehearse-two-gpu-serve"; rm -rf "$OUT"; mkdir -p "$OUT"
 # A free port: this machine is shared.
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 env -u DATABASE_URL -u REDIS_URL -u PYTHONPATH OUT="$OUT" PY="$WORK/venv/bin/python" \
-  WHEELS=.whl-rehearse SITE_DIR="$WORK/site" POOL=cpu PORT="$PORT" CAL_MARK= \
-  KERNELHUB_CACHE_DIR="$WORK/cache" BUDGET_S=${BUDGET_S:-540} bash scripts/h200_x2.sh
+  WHEELS=.whl-rehearse WHEEL_DIR="$WORK/site" POOL=cpu PORT="$PORT" CAL_MARK= \
+  KERNELHUB_CACHE_DIR="$WORK/cache" BUDGET_S=${BUDGET_S:-540} bash scripts/gpu/two_gpu_serve.sh
 echo "rehearsal: results in $OUT, scratch in $WORK"

@@ -1,6 +1,6 @@
 """Checks the bundled GPU problems' sizing rule: PyTorch eager takes at least 1 ms per call on this GPU.
 
-    python3 scripts/gpu_problem_times.py OUT.json [--min-ms 1.0]
+    python3 scripts/gpu/problem_times.py OUT.json [--min-ms 1.0]
 Each problem's Model runs on CUDA on its own get_inputs(), 5 warm-up calls then 30 timed calls, each after an
 L2 flush, timed with CUDA events around a device-wide synchronise; the median is reported. This is a sizing
 check, not a leaderboard figure (the evaluator's eager baseline is measured by gpu_runner itself).
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def load(path: Path):
