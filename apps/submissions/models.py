@@ -89,6 +89,23 @@ class Entrant(models.Model):
         return self.name
 
 
+class AccountLimits(models.Model):
+    """What staff raised for one account (in the admin, on the user's page); without a row, or with a blank field,
+    the site's defaults apply (settings.ENTRANTS_PER_ACCOUNT)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="limits")
+    max_entrants = models.PositiveSmallIntegerField(
+        null=True, blank=True,
+        help_text="Entrants this account may own; blank: the site's default (ENTRANTS_PER_ACCOUNT).")
+
+    class Meta:
+        verbose_name = "account limits"
+        verbose_name_plural = "account limits"
+
+    def __str__(self) -> str:
+        return f"limits of {self.user}"
+
+
 class ApiToken(models.Model):
     """An entrant's API token. Only its SHA-256 is stored; the token is shown once."""
 
@@ -152,7 +169,7 @@ class Evaluation(models.Model):
     FINAL_STATES = (STATUS_DONE, STATUS_FAILED)
     IN_PROGRESS_STATES = (STATUS_QUEUED, STATUS_RUNNING)
 
-    STAGES = ("queued", "compiling", "checking", "timing", "done")
+    STAGES = ("queued", "prescreen", "compiling", "checking", "timing", "done")
     STAGE_CHOICES = [(s, s) for s in STAGES]
 
     VERDICTS = ("accepted", "wrong_answer", "compile_error", "runtime_error", "timeout", "rejected")
