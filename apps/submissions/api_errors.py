@@ -101,3 +101,15 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         message = f"The request body is not valid JSON ({message}). Send a JSON object with Content-Type: " \
                   "application/json."
     return error_response(message, code=code, status_code=exc.status_code, headers=headers)
+
+
+def server_error(request: Any) -> Any:
+    """Django's handler500 (DEBUG off): a failure outside a DRF view, under /api/, in the API's shape too."""
+    from django.http import JsonResponse
+    from django.views.defaults import server_error as page_server_error
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": {"code": "server_error", "message": "The server failed on this request; it "
+                                       "was logged. Try again later, and report it if it persists.", "fields": {}}},
+                            status=500)
+    return page_server_error(request)

@@ -271,8 +271,7 @@ def _entrant_cap_check(*, owner: Any) -> None:
         raise SubmissionError(
             f"Your account already owns {owned} entrant{'s' if owned != 1 else ''}, the most it may own ({cap}). "
             "Submit as one of them (an entrant can have several API tokens), or ask the site's staff to raise "
-            "your account's entrant limit.", code="entrant_limit", status=403,
-            fields={"name": [f"At most {cap} entrants per account."]})
+            "your account's entrant limit.", code="entrant_limit", status=403)
 
 
 def signup_rate_check(*, ip: str) -> None:
