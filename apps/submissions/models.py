@@ -106,6 +106,20 @@ class AccountLimits(models.Model):
         return f"limits of {self.user}"
 
 
+class SignupAddress(models.Model):
+    """One sign-up from a network address (its SHA-256, not the address), for SIGNUPS_PER_IP_PER_HOUR; rows
+    older than an hour are deleted at that address's next sign-up."""
+
+    ip_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            # The sign-up limit: one address's sign-ups of the last hour (services.signup_rate_check).
+            models.Index(fields=["ip_hash", "created_at"], name="signup_address_recent"),
+        ]
+
+
 class ApiToken(models.Model):
     """An entrant's API token. Only its SHA-256 is stored; the token is shown once."""
 

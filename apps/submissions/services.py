@@ -36,6 +36,7 @@ from apps.submissions.models import (
     Evaluation,
     Problem,
     ProblemVersion,
+    SignupAddress,
     Submission,
     sha256_text,
 )
@@ -275,31 +276,30 @@ def _entrant_cap_check(*, owner: Any) -> None:
 
 
 def signup_rate_check(*, ip: str) -> None:
-    """At most SIGNUPS_PER_IP_PER_HOUR accounts from one address per hour (a fixed hour, counted in the cache
-    from the first sign-up of that hour); raises SubmissionError (429) beyond."""
-    from django.core.cache import cache
-
-    count = cache.get(_signup_key(ip)) or 0
-    if count >= settings.SIGNUPS_PER_IP_PER_HOUR:
-        raise SubmissionError(
-            f"Too many accounts were created from your network address in the last hour (at most "
-            f"{settings.SIGNUPS_PER_IP_PER_HOUR}). Sign in to an account you made, or try again in an hour.",
-            code="rate_limited", status=429, retry_after=3600)
+    """At most SIGNUPS_PER_IP_PER_HOUR accounts from one network address in any sliding hour; raises
+    SubmissionError (429, with when to retry) beyond."""
+    limit = settings.SIGNUPS_PER_IP_PER_HOUR
+    window_start = timezone.now() - timedelta(hours=1)
+    # The limit-th newest sign-up of the address's hour (index signup_address_recent), as for submissions.
+    limit_th = (SignupAddress.objects.filter(ip_hash=_ip_hash(ip), created_at__gte=window_start)
+                .order_by("-created_at").values_list("created_at", flat=True)[limit - 1:limit].first())
+    if limit_th is None:
+        return
+    retry_after = max(1, int((limit_th + timedelta(hours=1) - timezone.now()).total_seconds()) + 1)
+    raise SubmissionError(
+        f"Too many accounts were created from your network address in the last hour (at most {limit}). Sign in "
+        f"to an account you made, or try again in {max(1, retry_after // 60)} minutes.",
+        code="rate_limited", status=429, retry_after=retry_after)
 
 
 def signup_record(*, ip: str) -> None:
-    from django.core.cache import cache
-
-    key = _signup_key(ip)
-    if not cache.add(key, 1, timeout=3600):
-        try:
-            cache.incr(key)
-        except ValueError:  # expired between the two calls
-            cache.add(key, 1, timeout=3600)
+    ip_hash = _ip_hash(ip)
+    SignupAddress.objects.filter(ip_hash=ip_hash, created_at__lt=timezone.now() - timedelta(hours=1)).delete()
+    SignupAddress.objects.create(ip_hash=ip_hash)
 
 
-def _signup_key(ip: str) -> str:
-    return "signups:" + hashlib.sha256(ip.encode("utf-8")).hexdigest()[:32]
+def _ip_hash(ip: str) -> str:
+    return hashlib.sha256(ip.encode("utf-8")).hexdigest()
 
 
 def entrant_get_or_create_for_examples() -> Entrant:
