@@ -15,7 +15,15 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.submissions.models import AccountLimits, ApiToken, Entrant, Evaluation, Problem, ProblemVersion, Submission
+from apps.submissions.models import (
+    AccountLimits,
+    ApiToken,
+    Entrant,
+    Evaluation,
+    Problem,
+    ProblemVersion,
+    Submission,
+)
 
 
 class ReadOnlyInline(admin.TabularInline):

@@ -8,6 +8,7 @@ is caught where it is raised and answered the same way, so nothing past the pars
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from rest_framework.exceptions import ParseError
@@ -31,6 +32,7 @@ def json_depth_exceeds(data: Any, limit: int) -> bool:
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(value, dict):
             children = value.values()
         elif isinstance(value, list):
