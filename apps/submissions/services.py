@@ -343,7 +343,8 @@ def _rate_limit_check(*, entrant: Entrant) -> None:
     # Only the limit-th newest row of the account's window (index evaluation_entrant_recent, one range per entrant
     # of the account, and an account owns few: ENTRANTS_PER_ACCOUNT), rather than a count of the whole window or
     # `limit` rows sent to Python: none, the account is under the limit; else its leaving the window frees a slot.
-    entrant_ids = list(Entrant.objects.filter(owner_id=entrant.owner_id).values_list("pk", flat=True))
+    # One query: the account's entrants as a subquery.
+    entrant_ids = Entrant.objects.filter(owner_id=entrant.owner_id).values("pk")
     limit_th = (Evaluation.objects.filter(entrant_id__in=entrant_ids, queued_at__gte=window_start)
                 .order_by("-queued_at").values_list("queued_at", flat=True)[limit - 1:limit].first())
     if limit_th is None:
