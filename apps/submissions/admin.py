@@ -22,6 +22,7 @@ from apps.submissions.models import (
     Evaluation,
     Problem,
     ProblemVersion,
+    SignupAddress,
     Submission,
 )
 
@@ -168,6 +169,21 @@ class AccountLimitsAdmin(admin.ModelAdmin):
     list_display = ("user", "max_entrants")
     search_fields = ("user__username", "user__email")
     raw_id_fields = ("user",)
+
+
+@admin.register(SignupAddress)
+class SignupAddressAdmin(admin.ModelAdmin):
+    """Sign-ups of the last hour per address (a hash of it): what SIGNUPS_PER_IP_PER_HOUR counts. Read-only."""
+
+    list_display = ("ip_hash", "created_at")
+    search_fields = ("=ip_hash",)
+    readonly_fields = ("ip_hash", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 # The user's page carries its limits: staff raise an account's entrant cap where they look the account up.
