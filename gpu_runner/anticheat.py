@@ -1,7 +1,10 @@
 """Static pre-screen of a solution's source, before anything of it runs.
 
 `prescreen(solution_source, problem_meta)` returns findings `{"rule", "detail"}`; any finding makes the
-verdict `rejected`. Two layers: the `kernelguard` package's detectors for reward hacks seen in the wild
+verdict `rejected`. It runs the checks in a child process bounded in time and memory
+(KERNELHUB_PRESCREEN_TIMEOUT_S, KERNELHUB_PRESCREEN_MEMORY_MB): some of kernelguard's regular expressions are
+quadratic in the length of a line (a 32 KB comment line took 31 s) and hold the GIL meanwhile, which starved the
+worker's keep-alive thread. `prescreen_in_process` is the same checks without the bound. Two layers: the `kernelguard` package's detectors for reward hacks seen in the wild
 (only its rules strong enough to auto-filter), and our own AST rules for KernelBench-format solutions.
 Static rules are a first filter, cheap and explainable; the runtime guards (gpu_runner/guards.py) and the
 out-of-process checks are what a determined attacker meets next. See docs/ANTICHEAT.md.
@@ -12,7 +15,12 @@ Imports nothing from Django: runner hosts lack it.
 from __future__ import annotations
 
 import ast
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 # Modules a kernel has no honest use for: processes, network, introspection of the harness, persistence.
@@ -675,8 +683,8 @@ def _without_main_block(tree: ast.Module) -> tuple[ast.Module, list[dict]]:
     return kept, []
 
 
-def prescreen(solution_source: str, problem_meta: dict) -> list[dict]:
-    """Static findings on a solution; empty means no rule objects to running it."""
+def prescreen_in_process(solution_source: str, problem_meta: dict) -> list[dict]:
+    """Static findings on a solution; empty means no rule objects to running it. Unbounded: see prescreen()."""
     try:
         tree = ast.parse(solution_source)
     except SyntaxError as exc:
@@ -693,3 +701,113 @@ def prescreen(solution_source: str, problem_meta: dict) -> list[dict]:
         seen.add(key)
         out.append(f)
     return out
+
+
+# --- The bound ---------------------------------------------------------------------------------------------
+
+def _env_number(name: str, default: float) -> float:
+    value = os.environ.get(name, "")
+    try:
+        number = float(value) if value else default
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: a number is expected.") from None
+    if number <= 0:
+        raise ValueError(f"{name}={value!r}: a positive number is expected.")
+    return number
+
+
+def prescreen_limits() -> tuple[float, int]:
+    """(wall-clock seconds, address-space bytes) the pre-screen's child may use. An honest 160 KB source takes
+    about 0.2 s and under 100 MB (2026-12-01, a 2-core machine): the defaults leave two orders of magnitude."""
+    timeout_s = _env_number("KERNELHUB_PRESCREEN_TIMEOUT_S", 30.0)
+    memory_mb = _env_number("KERNELHUB_PRESCREEN_MEMORY_MB", 2048.0)
+    return timeout_s, int(memory_mb * (1 << 20))
+
+
+def _longest_line(source: str) -> tuple[int, int]:
+    """(length, 1-based line number) of the source's longest line."""
+    best = (0, 1)
+    for number, line in enumerate(source.splitlines() or [""], start=1):
+        if len(line) > best[0]:
+            best = (len(line), number)
+    return best
+
+
+def _timeout_finding(source: str, timeout_s: float) -> dict:
+    length, line = _longest_line(source)
+    shape = (f" Its longest line (line {line}) has {length:,} characters: pattern checks slow down with the "
+             "length of a line." if length > 1000 else "")
+    return _finding("prescreen_timeout",
+                    f"the static pre-screen did not finish within {timeout_s:g} s, so the source was not run.{shape}"
+                    " Break long lines (comments, strings, data) into lines of at most 1,000 characters, drop "
+                    "padding, and submit again")
+
+
+def prescreen(solution_source: str, problem_meta: dict) -> list[dict]:
+    """prescreen_in_process() in a child process with a wall-clock, CPU and memory limit.
+
+    The caller waits on a pipe (the GIL is free: the runner's keep-alive thread goes on posting, and Celery's
+    soft time limit can interrupt the wait, which kills the child). Running out of time or memory is a finding
+    that says what to change; a child that cannot start at all is the runner's fault and raises RuntimeError.
+    """
+    timeout_s, memory_bytes = prescreen_limits()
+    request = json.dumps({"source": solution_source, "meta": problem_meta, "memory_bytes": memory_bytes,
+                          "cpu_s": int(timeout_s) + 2})
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR")}
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])])
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gpu_runner.anticheat"], input=request.encode("utf-8"),
+                              capture_output=True, timeout=timeout_s, cwd=package_parent, env=env)
+    except subprocess.TimeoutExpired:
+        return [_timeout_finding(solution_source, timeout_s)]
+    try:
+        answer = json.loads(proc.stdout or b"null")
+    except ValueError:
+        answer = None
+    if proc.returncode == 0 and isinstance(answer, dict) and isinstance(answer.get("findings"), list):
+        return answer["findings"]
+    if proc.returncode == 0 and isinstance(answer, dict) and answer.get("exhausted"):
+        what = answer["exhausted"]
+        bound = f" ({memory_bytes >> 20} MB at most)" if what == "memory" else ""
+        return [_finding("prescreen_error", f"the static pre-screen ran out of {what} on this source{bound}; "
+                         "simplify the code (less nesting, shorter lines) and submit again")]
+    if proc.returncode == -24:  # SIGXCPU: its CPU limit, the same bound as the wall clock's
+        return [_timeout_finding(solution_source, timeout_s)]
+    if proc.returncode < 0:  # killed by a signal: a stack overflow in the parser on pathological nesting
+        return [_finding("prescreen_error", f"the static pre-screen crashed on this source (signal {-proc.returncode})"
+                         "; simplify the code (less nesting, shorter lines) and submit again")]
+    tail = proc.stderr.decode("utf-8", "replace")[-1500:]
+    raise RuntimeError(f"the pre-screen process failed (exit status {proc.returncode}): {tail}")
+
+
+def _child_main() -> int:
+    """`python -m gpu_runner.anticheat`: the bounded side of prescreen(). Reads {"source", "meta",
+    "memory_bytes", "cpu_s"} as JSON on stdin, writes {"findings": [...]} (or {"exhausted": what}) on stdout."""
+    import resource
+
+    request = json.loads(sys.stdin.buffer.read())
+    try:
+        import ctypes
+
+        # Dies with the worker that started it (Linux): a worker killed at its hard time limit leaves nothing.
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        pass
+    resource.setrlimit(resource.RLIMIT_AS, (request["memory_bytes"], request["memory_bytes"]))
+    resource.setrlimit(resource.RLIMIT_CPU, (request["cpu_s"], request["cpu_s"] + 1))
+    try:
+        findings = prescreen_in_process(request["source"], request["meta"])
+    except MemoryError:
+        answer: dict[str, Any] = {"exhausted": "memory"}
+    except RecursionError:
+        answer = {"exhausted": "stack depth"}
+    else:
+        answer = {"findings": findings}
+    sys.stdout.write(json.dumps(answer))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main())

@@ -100,6 +100,9 @@ class _KeepAlive(threading.Thread):
         try:
             self.client.stage(self.evaluation_id, self.job_token, self.stage)
         except SiteRefused as e:
+            if e.status == 400:  # a stage this site does not know yet (an older site): not a lost job
+                logger.warning("The site refused stage %r of job %s: %s", self.stage, self.evaluation_id, e.message)
+                return
             self.lost = True
             logger.warning("Job %s was taken back by the site: %s", self.evaluation_id, e.message)
         except SiteError as e:
@@ -153,6 +156,9 @@ def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.
         return "refused"
     keepalive = _KeepAlive(client, evaluation_id, token, keepalive_s)
     keepalive.start()
+    # The evaluator's first step, before any process of the solution starts: the static pre-screen (bounded in a
+    # child process by gpu_runner/anticheat.py, so this thread's keep-alives go on meanwhile).
+    keepalive.report("prescreen")
     try:
         # Imported here: the evaluator pulls in torch, which the site's tests of this module do not need.
         from gpu_runner.evaluate import evaluate

@@ -178,6 +178,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.submissions.api_errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON bodies nested deeper than 64 levels are refused with a 400 (apps/submissions/api_parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["apps.submissions.api_parsers.DepthLimitedJSONParser",
+                               "rest_framework.parsers.FormParser", "rest_framework.parsers.MultiPartParser"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {
@@ -229,7 +232,12 @@ MAX_PACKAGE_BYTES = env_int("MAX_PACKAGE_BYTES", 64 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_PACKAGE_BYTES * 4 // 3 + 1024 * 1024
 # Validating and converting an ANE submission on the site (builder in the sandbox, baseline conversion).
 ANE_PREPARE_TIME_LIMIT_S = env_int("ANE_PREPARE_TIME_LIMIT_S", 600)
+# Per account (a user and every entrant it owns together), not per entrant: entrants are free to make.
 SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 60)
+# Entrants one account may own; staff raise it for an account in the admin (its "account limits").
+ENTRANTS_PER_ACCOUNT = env_int("ENTRANTS_PER_ACCOUNT", 5)
+# Accounts created from one network address (REMOTE_ADDR) in any hour.
+SIGNUPS_PER_IP_PER_HOUR = env_int("SIGNUPS_PER_IP_PER_HOUR", 5)
 # A job whose runner has said nothing for this long is re-queued by the sweeper.
 JOB_SILENCE_TIMEOUT_S = env_int("JOB_SILENCE_TIMEOUT_S", 600)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)

@@ -19,3 +19,6 @@ urlpatterns = [
     path("staff/", include("apps.devices.urls")),
     path("", include("apps.submissions.urls")),
 ]
+
+# DEBUG off: a 500 under /api/ answers in the API's error shape, elsewhere with templates/500.html.
+handler500 = "apps.submissions.api_errors.server_error"

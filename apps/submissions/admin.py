@@ -8,12 +8,23 @@ logs them: the submission page and the leaderboards carry those forms for staff.
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, ProblemVersion, Submission
+from apps.submissions.models import (
+    AccountLimits,
+    ApiToken,
+    Entrant,
+    Evaluation,
+    Problem,
+    ProblemVersion,
+    SignupAddress,
+    Submission,
+)
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -144,3 +155,43 @@ class EvaluationAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+class AccountLimitsInline(admin.StackedInline):
+    model = AccountLimits
+    can_delete = True
+    extra = 0
+    max_num = 1
+
+
+@admin.register(AccountLimits)
+class AccountLimitsAdmin(admin.ModelAdmin):
+    list_display = ("user", "max_entrants")
+    search_fields = ("user__username", "user__email")
+    raw_id_fields = ("user",)
+
+
+@admin.register(SignupAddress)
+class SignupAddressAdmin(admin.ModelAdmin):
+    """Sign-ups of the last hour per address (a hash of it): what SIGNUPS_PER_IP_PER_HOUR counts. Read-only."""
+
+    list_display = ("ip_hash", "created_at")
+    search_fields = ("=ip_hash",)
+    readonly_fields = ("ip_hash", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+# The user's page carries its limits: staff raise an account's entrant cap where they look the account up.
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class UserWithLimitsAdmin(UserAdmin):
+    inlines = [*UserAdmin.inlines, AccountLimitsInline]

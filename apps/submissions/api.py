@@ -149,7 +149,7 @@ class SubmissionOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
     evaluation_id = serializers.IntegerField(allow_null=True)
     status = serializers.CharField(help_text="queued, running, done or failed (done and failed are final).")
-    stage = serializers.CharField(help_text="queued, compiling, checking, timing or done.")
+    stage = serializers.CharField(help_text="queued, prescreen, compiling, checking, timing or done.")
     verdict = serializers.CharField(allow_null=True)
     correct = serializers.BooleanField(allow_null=True)
     runtime_us = serializers.FloatField(allow_null=True)

@@ -1,7 +1,8 @@
-"""The API's one error shape, for every 4xx: {"error": {"code", "message", "fields": {...}}}."""
+"""The API's one error shape, for every error, 5xx included: {"error": {"code", "message", "fields": {...}}}."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -10,10 +11,16 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+from rest_framework.views import set_rollback
 
+from apps.submissions.api_parsers import JsonTooDeep
 from apps.submissions.services import JobRefused, SubmissionError
 
+# Django's own logger of 500s: its handlers (console, admins' mail) see an API's failure as they see a page's.
+request_logger = logging.getLogger("django.request")
+
 CODES = {
+    JsonTooDeep: "too_deep",
     exceptions.ParseError: "malformed_request",
     exceptions.NotAuthenticated: "not_authenticated",
     exceptions.AuthenticationFailed: "authentication_failed",
@@ -59,7 +66,16 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     if not isinstance(exc, exceptions.APIException):
-        return None  # a bug: Django's 500 handling logs it
+        # A bug: logged with its traceback as Django logs a 500, answered in the API's shape (never the debug page,
+        # which shows server paths and settings to whoever sent the request).
+        request = context.get("request")
+        path = getattr(request, "path", "?")
+        request_logger.error("Internal Server Error: %s", path, exc_info=(type(exc), exc, exc.__traceback__),
+                             extra={"status_code": 500, "request": getattr(request, "_request", request)})
+        set_rollback()
+        return error_response("The server failed on this request; it was logged. Try again later, and report it "
+                              "if it persists.", code="server_error",
+                              status_code=status.HTTP_500_INTERNAL_SERVER_ERROR)
     headers: dict[str, str] = {}
     # DRF's view sets auth_header (and keeps 401) when the view has an authenticator with a header.
     if getattr(exc, "auth_header", None):
@@ -81,7 +97,19 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         return error_response(message, code=code, status_code=status.HTTP_400_BAD_REQUEST, fields=fields,
                               headers=headers)
     message = " ".join(_flatten(exc.detail))
-    if isinstance(exc, exceptions.ParseError):
+    if isinstance(exc, exceptions.ParseError) and not isinstance(exc, JsonTooDeep):
         message = f"The request body is not valid JSON ({message}). Send a JSON object with Content-Type: " \
                   "application/json."
     return error_response(message, code=code, status_code=exc.status_code, headers=headers)
+
+
+def server_error(request: Any) -> Any:
+    """Django's handler500 (DEBUG off): a failure outside a DRF view, under /api/, in the API's shape too."""
+    from django.http import JsonResponse
+    from django.views.defaults import server_error as page_server_error
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": {"code": "server_error", "message": "The server failed on this request; it "
+                                       "was logged. Try again later, and report it if it persists.", "fields": {}}},
+                            status=500)
+    return page_server_error(request)

@@ -76,7 +76,7 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("id", pa.int64(), "Evaluation id; a re-run of a submission makes a new one."),
         ("submission_id", pa.int64(), "Join submissions.id."),
         ("status", pa.string(), "queued, running, done, or failed (infrastructure failure: no verdict)."),
-        ("stage", pa.string(), "queued, compiling, checking, timing or done."),
+        ("stage", pa.string(), "queued, prescreen, compiling, checking, timing or done."),
         ("verdict", pa.string(), "accepted, wrong_answer, compile_error, runtime_error, timeout or rejected; "
                                  "null until done."),
         ("correct", pa.bool_(), "Whether the outputs matched the reference."),

@@ -90,6 +90,37 @@ class Entrant(models.Model):
         return self.name
 
 
+class AccountLimits(models.Model):
+    """What staff raised for one account (in the admin, on the user's page); without a row, or with a blank field,
+    the site's defaults apply (settings.ENTRANTS_PER_ACCOUNT)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="limits")
+    max_entrants = models.PositiveSmallIntegerField(
+        null=True, blank=True,
+        help_text="Entrants this account may own; blank: the site's default (ENTRANTS_PER_ACCOUNT).")
+
+    class Meta:
+        verbose_name = "account limits"
+        verbose_name_plural = "account limits"
+
+    def __str__(self) -> str:
+        return f"limits of {self.user}"
+
+
+class SignupAddress(models.Model):
+    """One sign-up from a network address (its SHA-256, not the address), for SIGNUPS_PER_IP_PER_HOUR; rows
+    older than an hour are deleted at that address's next sign-up."""
+
+    ip_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            # The sign-up limit: one address's sign-ups of the last hour (services.signup_rate_check).
+            models.Index(fields=["ip_hash", "created_at"], name="signup_address_recent"),
+        ]
+
+
 class ApiToken(models.Model):
     """An entrant's API token. Only its SHA-256 is stored; the token is shown once."""
 

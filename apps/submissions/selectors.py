@@ -11,7 +11,8 @@ from apps.submissions.models import Entrant, Evaluation, Problem, Submission
 
 # Parts of an evaluator result that can quote the solution's source (compiler output, logs).
 # `validation`: the ANE validator's report on a solution that never reached a Mac describes its graph op by op.
-SOURCE_REVEALING_KEYS = ("log", "compile_log", "build_log", "stderr", "stdout", "validation")
+# `solution_hash`: the SHA-256 of the source would let anyone confirm a guess of a private source.
+SOURCE_REVEALING_KEYS = ("log", "compile_log", "build_log", "stderr", "stdout", "validation", "solution_hash")
 
 
 def problem_list(*, pool: str | None = None, level: int | None = None) -> QuerySet[Problem]:

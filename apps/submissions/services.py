@@ -30,11 +30,13 @@ from apps.devices.models import HardwarePool, Runner
 from apps.submissions import ane
 from apps.submissions.events import publish_evaluation
 from apps.submissions.models import (
+    AccountLimits,
     ApiToken,
     Entrant,
     Evaluation,
     Problem,
     ProblemVersion,
+    SignupAddress,
     Submission,
     sha256_text,
 )
@@ -234,7 +236,9 @@ def entrant_create(*, name: str, kind: str, model_name: str = "", model_version:
     if Entrant.objects.filter(name=name).exists() or Entrant.objects.filter(slug=slug).exists():
         raise SubmissionError(f"An entrant named {name!r} already exists: pick another name.",
                               code="conflict", status=409, fields={"name": ["Already taken."]})
-    if owner is None:
+    if owner is not None:
+        _entrant_cap_check(owner=owner)
+    else:
         User = get_user_model()
         username = slug[:150]
         if User.objects.filter(username=username).exists():
@@ -248,6 +252,54 @@ def entrant_create(*, name: str, kind: str, model_name: str = "", model_version:
     entrant.save()
     _, token = api_token_create(entrant=entrant, label="created with the entrant")
     return entrant, token
+
+
+def account_max_entrants(*, user: Any) -> int:
+    """The entrants `user` may own: its AccountLimits (raised by staff in the admin) or ENTRANTS_PER_ACCOUNT."""
+    raised = AccountLimits.objects.filter(user=user).values_list("max_entrants", flat=True).first()
+    return int(raised) if raised is not None else settings.ENTRANTS_PER_ACCOUNT
+
+
+def _entrant_cap_check(*, owner: Any) -> None:
+    """Quotas belong to the account, so entrants are capped: one account must not multiply itself."""
+    if owner.is_staff:
+        return
+    # Serialises one account's entrant creations (PostgreSQL), so that two at once cannot both pass the cap.
+    list(get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True))
+    cap = account_max_entrants(user=owner)
+    owned = Entrant.objects.filter(owner=owner).count()
+    if owned >= cap:
+        raise SubmissionError(
+            f"Your account already owns {owned} entrant{'s' if owned != 1 else ''}, the most it may own ({cap}). "
+            "Submit as one of them (an entrant can have several API tokens), or ask the site's staff to raise "
+            "your account's entrant limit.", code="entrant_limit", status=403)
+
+
+def signup_rate_check(*, ip: str) -> None:
+    """At most SIGNUPS_PER_IP_PER_HOUR accounts from one network address in any sliding hour; raises
+    SubmissionError (429, with when to retry) beyond."""
+    limit = settings.SIGNUPS_PER_IP_PER_HOUR
+    window_start = timezone.now() - timedelta(hours=1)
+    # The limit-th newest sign-up of the address's hour (index signup_address_recent), as for submissions.
+    limit_th = (SignupAddress.objects.filter(ip_hash=_ip_hash(ip), created_at__gte=window_start)
+                .order_by("-created_at").values_list("created_at", flat=True)[limit - 1:limit].first())
+    if limit_th is None:
+        return
+    retry_after = max(1, int((limit_th + timedelta(hours=1) - timezone.now()).total_seconds()) + 1)
+    raise SubmissionError(
+        f"Too many accounts were created from your network address in the last hour (at most {limit}). Sign in "
+        f"to an account you made, or try again in {max(1, retry_after // 60)} minutes.",
+        code="rate_limited", status=429, retry_after=retry_after)
+
+
+def signup_record(*, ip: str) -> None:
+    ip_hash = _ip_hash(ip)
+    SignupAddress.objects.filter(ip_hash=ip_hash, created_at__lt=timezone.now() - timedelta(hours=1)).delete()
+    SignupAddress.objects.create(ip_hash=ip_hash)
+
+
+def _ip_hash(ip: str) -> str:
+    return hashlib.sha256(ip.encode("utf-8")).hexdigest()
 
 
 def entrant_get_or_create_for_examples() -> Entrant:
@@ -282,21 +334,25 @@ def detect_language(source: str) -> str | None:
 
 
 def _rate_limit_check(*, entrant: Entrant) -> None:
-    """At most SUBMISSIONS_PER_HOUR evaluations asked for per entrant in any sliding hour."""
+    """At most SUBMISSIONS_PER_HOUR evaluations asked for per account (all the entrants its user owns, together)
+    in any sliding hour: an account that makes more entrants gets no more submissions."""
     if entrant.owner.is_staff:
         return  # the site's own entrants (examples, baselines) and staff
     limit = settings.SUBMISSIONS_PER_HOUR
     window_start = timezone.now() - timedelta(hours=1)
-    # Only the limit-th newest row of the entrant's window (index evaluation_entrant_recent: at most `limit`
-    # entries read, however busy the site), rather than a count of the whole window or `limit` rows sent to
-    # Python: none, the entrant is under the limit; else its leaving the window frees a slot.
-    limit_th = (Evaluation.objects.filter(entrant=entrant, queued_at__gte=window_start)
+    # Only the limit-th newest row of the account's window (index evaluation_entrant_recent, one range per entrant
+    # of the account, and an account owns few: ENTRANTS_PER_ACCOUNT), rather than a count of the whole window or
+    # `limit` rows sent to Python: none, the account is under the limit; else its leaving the window frees a slot.
+    # One query: the account's entrants as a subquery.
+    entrant_ids = Entrant.objects.filter(owner_id=entrant.owner_id).values("pk")
+    limit_th = (Evaluation.objects.filter(entrant_id__in=entrant_ids, queued_at__gte=window_start)
                 .order_by("-queued_at").values_list("queued_at", flat=True)[limit - 1:limit].first())
     if limit_th is None:
         return
     retry_after = max(1, int((limit_th + timedelta(hours=1) - timezone.now()).total_seconds()) + 1)
     raise SubmissionError(
-        f"Rate limit: {limit} submissions per hour per entrant. Try again in {retry_after} s.",
+        f"Rate limit: {limit} submissions per hour per account (all the entrants of an account together). "
+        f"Try again in {retry_after} s.",
         code="rate_limited", status=429, retry_after=retry_after,
     )
 
@@ -383,8 +439,9 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
 
     digest = sha256_text(source)
     with transaction.atomic():
-        # Serialises one entrant's submissions (PostgreSQL), so the rate limit and dedup cannot be raced.
-        list(Entrant.objects.select_for_update().filter(pk=entrant.pk).values_list("pk", flat=True))
+        # Serialises one account's submissions (PostgreSQL), so the account's rate limit and the dedup cannot be
+        # raced, from one entrant or from several.
+        list(get_user_model().objects.select_for_update().filter(pk=entrant.owner_id).values_list("pk", flat=True))
         if version is None:
             version = problem.versions.filter(version=problem.version).first()
         if version is None:
@@ -651,14 +708,28 @@ def evaluation_requeue(*, evaluation: Evaluation, reason: str) -> str:
 
 
 def evaluations_sweep() -> dict[str, int]:
-    """Re-queues running jobs whose runner fell silent, and queued jobs nobody picked up for too long."""
+    """Re-queues running jobs whose runner fell silent, and queued jobs nobody picked up for too long.
+    `held`: silent jobs left alone because their runner still heartbeats and may still be running them."""
     now = timezone.now()
-    counts = {"requeued": 0, "failed": 0, "skipped": 0}
+    counts = {"requeued": 0, "failed": 0, "skipped": 0, "held": 0}
     silent = Evaluation.objects.filter(
         status=Evaluation.STATUS_RUNNING,
         last_progress_at__lt=now - timedelta(seconds=settings.JOB_SILENCE_TIMEOUT_S),
     ).select_related("runner")
+    # A silent job whose runner still heartbeats is still held by it (a stage that kept the worker from posting,
+    # such as a pre-screen holding the GIL): handing it to another attempt would run it twice at once, and block
+    # the pool's next runner too. Celery's hard time limit (1.2 x soft, runner_config) kills the worker's job
+    # process, so past it (and a heartbeat's margin) the job is no longer held; a silent runner is left to the
+    # offline sweep (apps/devices), and one that never heartbeats (an API client without serve) to the silence.
+    hard_limit_s = int(settings.JOB_SOFT_TIME_LIMIT_S * 1.2) + settings.RUNNER_OFFLINE_AFTER_S
+    heartbeat_since = now - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
     for evaluation in silent:
+        runner = evaluation.runner
+        if (runner is not None and runner.last_heartbeat_at is not None and runner.last_heartbeat_at >= heartbeat_since
+                and evaluation.started_at is not None
+                and evaluation.started_at > now - timedelta(seconds=hard_limit_s)):
+            counts["held"] += 1
+            continue
         runner_name = evaluation.runner.name if evaluation.runner else "unknown"
         reason = (f"runner {runner_name} said nothing for more than {settings.JOB_SILENCE_TIMEOUT_S} s "
                   f"during {evaluation.stage}")

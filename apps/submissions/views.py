@@ -366,8 +366,15 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect(next_url)
     form: UserCreationForm[Any] = UserCreationForm(request.POST or None)
+    ip = request.META.get("REMOTE_ADDR") or ""
     if request.method == "POST" and form.is_valid():
+        try:
+            services.signup_rate_check(ip=ip)
+        except services.SubmissionError as e:
+            form.add_error(None, e.message)
+            return render(request, "registration/signup.html", {"form": form, "next": next_url}, status=e.status)
         user = form.save()
+        services.signup_record(ip=ip)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, f"Welcome, {user.get_username()}. Pick a problem and submit a kernel.")
         return redirect(next_url)

@@ -94,7 +94,7 @@ def test_it_says_when_to_retry_past_the_rate_limit(signed_in, settings):
     r = signed_in.post("/submit/", {"problem": "relu-scale", "pool": "cpu", "source": SOLUTION + "# 2\n"})
     assert r.status_code == 200
     errors = " ".join(r.context["form"].non_field_errors())
-    assert "Rate limit: 1 submissions per hour per entrant." in errors
+    assert "Rate limit: 1 submissions per hour per account" in errors
     assert "Try again in" in errors
     assert Submission.objects.count() == 1
 

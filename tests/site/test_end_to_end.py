@@ -68,7 +68,7 @@ def test_it_evaluates_a_submission_end_to_end(live_asgi_server, runner_process, 
         assert final["runtime_us"] > 0 and final["eager_us"] > 0 and final["speedup_vs_eager"] > 0
         # Live stages arrived in the evaluator's order (a cached build can pass `compiling` before the page
         # connects; timing, the longest, is always seen).
-        order = ["queued", "compiling", "checking", "timing", "done"]
+        order = ["queued", "prescreen", "compiling", "checking", "timing", "done"]
         assert [order.index(s) for s in seen_stages] == sorted(order.index(s) for s in seen_stages), seen_stages
         assert "timing" in seen_stages and seen_stages[-1] == "done", seen_stages
 

@@ -55,7 +55,7 @@ def test_a_silent_running_job_is_requeued_with_a_new_token(claimed, settings, re
 def test_a_job_that_keeps_reporting_is_left_alone(claimed, settings, redis_queue):
     evaluation, job, client = claimed
     _silence(evaluation, settings.JOB_SILENCE_TIMEOUT_S - 60)
-    assert evaluations_sweep() == {"requeued": 0, "failed": 0, "skipped": 0}
+    assert evaluations_sweep() == {"requeued": 0, "failed": 0, "skipped": 0, "held": 0}
     evaluation.refresh_from_db()
     assert evaluation.status == "running"
     assert redis_queue("pool.cpu") == []

@@ -5,6 +5,10 @@ one named after the GPU model where a GPU is found), loads problems/, creates a 
 examples/ as "KernelHub examples", then starts and supervises: uvicorn (HTTP and websockets), the site's Celery
 worker with beat (the sweeper), and `python -m gpu_runner serve` per pool. Ctrl-C or SIGTERM stops them all.
 Running it again is safe: every step is idempotent.
+
+The site runs with DEBUG off unless the environment says DEBUG=true. Its processes die with it, even on SIGKILL,
+and a start beside a live run on the same var/ is refused, while one after a run that died stops what it left
+(kernelhub/local_processes.py, the state file var/run_local.json).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from apps.submissions.services import (
     problem_slug_from_path,
     submission_create,
 )
+from kernelhub import local_processes
 
 # Marketing words and memory/form-factor suffixes that do not name the GPU model.
 _GPU_NAME_NOISE = {"nvidia", "geforce", "tesla", "quadro", "pcie", "sxm", "sxm4", "sxm5", "hbm2", "hbm2e", "hbm3",
@@ -82,16 +87,32 @@ class Command(BaseCommand):
                             help="Prepare the database, pools, problems and examples, then exit.")
 
     def handle(self, *args: object, port: int, no_examples: bool, setup_only: bool, **options: object) -> None:
+        state_file = local_processes.state_path(Path(settings.VAR_DIR))
+        self.clear_earlier_run(state_file)
+        guard = None
+        if not setup_only:
+            self.state: dict[str, Any] = {"supervisor": local_processes.record("supervisor", os.getpid()),
+                                          "processes": [], "descendants": []}
+            local_processes.write_state(state_file, self.state)
+            # Started first: from here on, whatever this process starts is stopped if it dies.
+            guard = subprocess.Popen([sys.executable, "-m", "kernelhub.local_processes", "guard", str(state_file),
+                                      str(os.getpid())], cwd=settings.BASE_DIR, start_new_session=True,
+                                     preexec_fn=local_processes.die_with_parent(os.getpid()))
+            self.state["guard"] = local_processes.record("guard", guard.pid)
+            local_processes.write_state(state_file, self.state)
         redis_server = None
-        if not settings.REDIS_URL:
-            from kernelhub import embedded_redis
-
-            socket_path = Path(settings.EMBEDDED_REDIS_SOCKET)
-            # One already up on this var dir (a test run's, or another run_local's) is used, never stopped.
-            if not embedded_redis.is_up(socket_path):
-                redis_server = embedded_redis.start(socket_path)
-            self.stdout.write(f"Embedded Redis on {socket_path}")
         try:
+            if not settings.REDIS_URL:
+                from kernelhub import embedded_redis
+
+                socket_path = Path(settings.EMBEDDED_REDIS_SOCKET)
+                # One already up on this var dir (a test run's) is used, never stopped.
+                if not embedded_redis.is_up(socket_path):
+                    redis_server = embedded_redis.start(socket_path)
+                    if guard is not None and getattr(redis_server, "pid", None):
+                        self.state["redis"] = local_processes.record("embedded Redis", int(redis_server.pid))
+                        local_processes.write_state(state_file, self.state)
+                self.stdout.write(f"Embedded Redis on {socket_path}")
             call_command("migrate", interactive=False, verbosity=0)
             pools = self.set_up_pools()
             self.load_problems(pools)
@@ -100,10 +121,35 @@ class Command(BaseCommand):
                 self.submit_examples(pools)
             if setup_only:
                 return
-            self.serve(port=port, runner_secrets=secrets)
+            self.serve(port=port, runner_secrets=secrets, state_file=state_file)
         finally:
             if redis_server is not None:
                 redis_server.shutdown()
+            if guard is not None:
+                guard.terminate()  # this process is alive: the guard stands down
+                guard.wait(timeout=10)
+                state = local_processes.read_state(state_file)
+                if state is not None and int(state["supervisor"]["pid"]) == os.getpid():
+                    state_file.unlink()
+
+    def clear_earlier_run(self, state_file: Path) -> None:
+        """Refuses to run beside a live run_local on this var dir; stops what a dead one left running."""
+        state = local_processes.read_state(state_file)
+        if state is None:
+            return
+        supervisor = state["supervisor"]
+        if local_processes.alive(supervisor) and int(supervisor["pid"]) != os.getpid():
+            raise CommandError(
+                f"Another `make run` (manage.py run_local, pid {supervisor['pid']}) is running on {settings.VAR_DIR}. "
+                f"Stop it first (Ctrl-C in its terminal, or `kill {supervisor['pid']}`), or give this one another "
+                "var directory (KERNELHUB_VAR_DIR=...).")
+        stopped = local_processes.stop_stack(state)
+        if stopped:
+            names = ", ".join(f"{e['name']} (pid {e['pid']})" for e in stopped)
+            self.stdout.write(self.style.WARNING(
+                f"An earlier run_local (pid {supervisor['pid']}) ended without stopping its processes; stopped "
+                f"what it left running: {names}."))
+        state_file.unlink(missing_ok=True)
 
     # --- Set-up -------------------------------------------------------------------------------------------
 
@@ -179,10 +225,11 @@ class Command(BaseCommand):
 
     # --- The processes -------------------------------------------------------------------------------------
 
-    def serve(self, *, port: int, runner_secrets: dict[str, str]) -> None:
+    def serve(self, *, port: int, runner_secrets: dict[str, str], state_file: Path) -> None:
         site_url = f"http://127.0.0.1:{port}"
+        # DEBUG off unless asked for (DEBUG=true): the debug pages list every route and show settings.
         env = dict(os.environ, DJANGO_SETTINGS_MODULE="kernelhub.settings", KERNELHUB_VAR_DIR=str(settings.VAR_DIR),
-                   PORT=str(port), SITE_URL=site_url, PYTHONUNBUFFERED="1")
+                   PORT=str(port), SITE_URL=site_url, PYTHONUNBUFFERED="1", DEBUG=os.environ.get("DEBUG") or "false")
         python = sys.executable
         commands: list[tuple[str, list[str], dict[str, str]]] = [
             ("web", [python, "-m", "uvicorn", "kernelhub.asgi:application", "--host", "127.0.0.1",
@@ -206,15 +253,26 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, on_signal)
         try:
             for name, argv, extra_env in commands:
-                # Own session: Ctrl-C reaches this supervisor only, which then stops each child in order.
-                processes.append((name, subprocess.Popen(argv, cwd=settings.BASE_DIR, env=env | extra_env,
-                                                         start_new_session=True)))
+                # Own session: Ctrl-C reaches this supervisor only, which then stops each child in order. The
+                # parent-death signal: killed with SIGKILL, this supervisor still takes each child along.
+                process = subprocess.Popen(argv, cwd=settings.BASE_DIR, env=env | extra_env, start_new_session=True,
+                                           preexec_fn=local_processes.die_with_parent(os.getpid()))
+                processes.append((name, process))
+                self.state["processes"].append({**local_processes.record(name, process.pid), "group": True})
+                local_processes.write_state(state_file, self.state)
             self.stdout.write(self.style.SUCCESS(f"KernelHub is starting on {site_url} (Ctrl-C stops it)."))
+            next_snapshot = 0.0
             while not stopping.is_set():
                 for name, process in processes:
                     if process.poll() is not None:
                         self.stderr.write(f"{name} exited with code {process.returncode}: stopping everything.")
                         stopping.set()
+                if time.monotonic() >= next_snapshot:
+                    # What runs below the children now (the runner's sandboxed processes have sessions of their
+                    # own): a start after this process died without its guard still finds them.
+                    next_snapshot = time.monotonic() + 10
+                    self.state["descendants"] = local_processes.descendants([p.pid for _n, p in processes])
+                    local_processes.write_state(state_file, self.state)
                 stopping.wait(1.0)
         finally:
             self.stdout.write("Stopping...")
