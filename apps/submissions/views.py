@@ -5,6 +5,7 @@ Writes go through apps/submissions/services.py; these views only read, validate 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -17,6 +18,7 @@ from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
@@ -35,6 +37,9 @@ def _latest_evaluations() -> Prefetch:
 def problem_list(request: HttpRequest) -> HttpResponse:
     levels = sorted(set(Problem.objects.filter(is_active=True).values_list("level", flat=True)))
     pools = list(HardwarePool.objects.filter(is_active=True, problems__is_active=True).distinct())
+    online_since = timezone.now() - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
+    # A pool without a runner online still takes submissions: they wait in its queue, and the page says so.
+    idle_pools = [p for p in pools if not p.runners.filter(is_disabled=False, last_heartbeat_at__gte=online_since).exists()]
 
     level = request.GET.get("level", "")
     if level and not (level.isdigit() and int(level) in levels):
@@ -66,8 +71,42 @@ def problem_list(request: HttpRequest) -> HttpResponse:
             "level": level,
             "pool_slug": pool_slug,
             "mine_solved": mine_solved,
+            "idle_pools": idle_pools,
         },
     )
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    """The race at a glance: who leads each pool, agents vs LLMs vs torch.compile, the newest verified
+    results; the problems one click away."""
+    from apps.leaderboard import selectors as board_selectors
+
+    online_since = timezone.now() - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
+    pools = []
+    for pool in HardwarePool.objects.filter(is_active=True, problems__is_active=True).distinct().order_by("slug"):
+        if pool.kind == HardwarePool.KIND_ANE:
+            continue  # the Neural Engine board ranks other numbers: linked, not summarised here
+        rows = board_selectors.leaderboard_rows(pool=pool.slug)
+        entrants = [r for r in rows if not r.is_baseline]
+        best_of_kind = {}
+        for r in entrants:  # rows are ranked: the first of a kind is its best
+            best_of_kind.setdefault(r.kind, r)
+        pools.append({
+            "pool": pool, "suite_size": rows[0].suite_size if rows else 0, "leader": entrants[0] if entrants else None,
+            "kinds": [best_of_kind[k] for k in ("agent", "llm", "human") if k in best_of_kind],
+            "compile": next((r for r in rows if r.entrant_slug == board_selectors.COMPILE_SLUG), None),
+            "runners_online": pool.runners.filter(is_disabled=False, last_heartbeat_at__gte=online_since).count(),
+        })
+    newest = (Evaluation.objects.filter(status=Evaluation.STATUS_DONE, verdict="accepted",
+                                        submission__moderation=Submission.MODERATION_OK,
+                                        submission__entrant__is_banned=False)
+              .exclude(submission__entrant__kind=Entrant.KIND_BASELINE)
+              .select_related("submission__entrant", "submission__problem", "submission__pool")
+              .order_by("-finished_at", "-pk")[:8])
+    return render(request, "submissions/home.html", {
+        "pools": pools, "newest": newest,
+        "problem_count": Problem.objects.filter(is_active=True).count(),
+    })
 
 
 def problem_detail(request: HttpRequest, slug: str) -> HttpResponse:
