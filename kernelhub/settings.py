@@ -255,5 +255,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        # Django's default config gives "django" its own console handler (when DEBUG) and lets it propagate to
+        # the root's: every "Not Found: /x" and request error was printed twice. One handler, the root's.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+    },
 }

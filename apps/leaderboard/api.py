@@ -41,7 +41,8 @@ class RowSerializer(serializers.Serializer):
     entrant_slug = serializers.CharField()
     kind = serializers.CharField()
     is_baseline = serializers.BooleanField()
-    problems = serializers.IntegerField(help_text="Problems in the suite: the denominator of every rate.")
+    problems = serializers.IntegerField(help_text=(
+        "The denominator of this row's rates: the suite's problems; for a baseline, those where it was measured."))
     attempted = serializers.IntegerField()
     solved = serializers.IntegerField()
     fast_0 = serializers.FloatField(allow_null=True, help_text="Correctness rate over the suite, 0..1.")
@@ -142,7 +143,7 @@ class LeaderboardApi(APIView):
         row_serializer = RowSerializer if p is None else LeaderboardRowSerializer
         return Response({
             "board": BOARD_KERNELBENCH, "hardware": pool.slug, "level": level, "p": p,
-            "problems": rows[0].problems if rows else 0,
+            "problems": rows[0].suite_size if rows else 0,
             "geomean_over": "solved",
             "rows": row_serializer(rows, many=True).data,
         })

@@ -7,6 +7,7 @@ to draw: the template then says so instead of showing empty axes.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import plotly.graph_objects as go
@@ -30,6 +31,28 @@ def _layout(**extra: Any) -> dict[str, Any]:
     }
     layout.update(extra)
     return layout
+
+
+# Where a log axis of speedups gets a label: real values, written out (plotly's own log ticks label 0.2-0.9 as
+# "2 ... 9", which reads 0.2x as 2x).
+LOG_TICKS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+
+
+def log_speedup_axis(values: list[float], title: str) -> dict[str, Any]:
+    """A log axis of speedups labelled with real values (0.1×, 0.2×, 0.5×, 1×, 2×, 5×, 10×) over the data's
+    range, 1× always in view."""
+    positive = [v for v in values if v and v > 0] or [1.0]
+    lo, hi = min(min(positive), 1.0) / 1.25, max(max(positive), 1.0) * 1.25
+    ticks = [t for t in LOG_TICKS if lo <= t <= hi]
+    return {"title": {"text": title}, "type": "log", "tickvals": ticks, "ticktext": [f"{t:g}×" for t in ticks],
+            "range": [math.log10(lo), math.log10(hi)]}
+
+
+def _one_x_line(axis: str = "y") -> dict[str, Any]:
+    """A dotted line at 1× (as fast as PyTorch eager) across the plot."""
+    other = "x" if axis == "y" else "y"
+    return {"type": "line", f"{other}ref": "paper", f"{other}0": 0, f"{other}1": 1, f"{axis}0": 1, f"{axis}1": 1,
+            "line": {"color": "#8a93a0", "width": 1.5, "dash": "dot"}}
 
 
 def _to_dict(fig: go.Figure) -> dict[str, Any]:
@@ -98,11 +121,14 @@ def speedup_distribution_figure(entries: list[dict[str, Any]],
             marker={"color": _line_style(e["slug"], i, colours)["color"], "size": 5},
             hovertemplate="%{text}: %{y:.2f}×<extra>" + e["entrant"] + "</extra>",
         ))
+    values = [p["speedup_vs_eager"] for e in with_points for p in e["points"] if p["speedup_vs_eager"]]
     fig.update_layout(**_layout(
         title={"text": "Speedup over PyTorch eager per level (best per problem)", "font": {"size": 14}},
-        boxmode="group", yaxis={"title": {"text": "speedup (×, log)"}, "type": "log"},
-        shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
-                 "line": {"color": "#8a93a0", "width": 1, "dash": "dot"}}],
+        boxmode="group", yaxis=log_speedup_axis(values, "speedup over eager (log scale)"),
+        shapes=[_one_x_line("y")],
+        # Annotations on a log axis take log10 of the value: 0 is 1×.
+        annotations=[{"xref": "paper", "x": 1, "xanchor": "right", "y": 0, "yanchor": "bottom",
+                      "text": "1× = as fast as eager", "showarrow": False, "font": {"size": 11, "color": "#8a93a0"}}],
     ))
     return _to_dict(fig)
 
@@ -195,7 +221,8 @@ def head_to_head_figure(result: dict[str, Any]) -> dict[str, Any] | None:
     ))
     fig.update_layout(**_layout(
         title={"text": "Speedup over eager, problem by problem", "font": {"size": 14}}, showlegend=False,
-        xaxis={"title": {"text": f"{a} (×, log)"}, "type": "log"},
-        yaxis={"title": {"text": f"{b} (×, log)"}, "type": "log"},
+        xaxis=log_speedup_axis(xs + ys, f"{a} (× eager, log scale)"),
+        yaxis=log_speedup_axis(xs + ys, f"{b} (× eager, log scale)"),
+        shapes=[_one_x_line("x"), _one_x_line("y")],
     ))
     return _to_dict(fig)

@@ -14,7 +14,9 @@ KernelBench's conventions, as this site applies them:
 - Baselines "PyTorch eager" and "torch.compile" are Entrant rows of kind `baseline`; their numbers come from
   the eager and torch.compile timings measured with the evaluations (the latest per problem). Eager is 1.0x
   eager by definition on every problem with a measured eager time; torch.compile is eager_us / compile_us.
-  A problem with no measurement is unattempted for them.
+  A baseline's rates are taken over the problems where it was measured (`problems` in its row), not over the
+  whole suite: a problem nobody has submitted to yet is "not yet measured", never a baseline failure. The
+  pages say over how many of the suite's problems each baseline was measured.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import hashlib
 import logging
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -81,6 +83,8 @@ class EntrantBoard:
     is_baseline: bool
     attempted: int
     best: dict[int, Best] = field(default_factory=dict)
+    # Baselines only: the problems with a measurement (their rates' denominator); None for entrants.
+    measured: set[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,7 @@ class Row:
     geomean_count_vs_eager: int
     geomean_count_vs_compile: int
     last_result_at: datetime | None
+    suite_size: int = 0  # every problem of the suite; `problems` is less for a baseline not measured everywhere
 
 
 # --- helpers ------------------------------------------------------------------------------------------
@@ -220,13 +225,15 @@ def _baseline_boards(
     measurements: dict[int, tuple[float, float | None, datetime | None]], baselines: dict[str, Entrant]
 ) -> list[EntrantBoard]:
     eager, comp = baselines[EAGER_SLUG], baselines[COMPILE_SLUG]
-    eager_board = EntrantBoard(eager.id, eager.name, eager.slug, eager.kind, True, attempted=len(measurements))
-    compile_board = EntrantBoard(comp.id, comp.name, comp.slug, comp.kind, True, attempted=0)
+    eager_board = EntrantBoard(eager.id, eager.name, eager.slug, eager.kind, True, attempted=len(measurements),
+                               measured=set(measurements))
+    compile_board = EntrantBoard(comp.id, comp.name, comp.slug, comp.kind, True, attempted=0, measured=set())
     for pid, (eager_us, compile_us, when) in measurements.items():
         eager_board.best[pid] = Best(pid, eager_us, 1.0, compile_us / eager_us if compile_us else None, when,
                                      None, None)
         if compile_us:
             compile_board.attempted += 1
+            compile_board.measured.add(pid)  # type: ignore[union-attr]
             compile_board.best[pid] = Best(pid, compile_us, eager_us / compile_us, 1.0, when, None, None)
     return [eager_board, compile_board]
 
@@ -264,7 +271,13 @@ def _geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
+def rate_denominator(board: EntrantBoard, total: int) -> int:
+    """The suite's size for an entrant; for a baseline, the problems where it was measured."""
+    return total if board.measured is None else len(board.measured)
+
+
 def fast_p(board: EntrantBoard, total: int, p: float, vs: str) -> float | None:
+    total = rate_denominator(board, total)
     attr = "speedup_vs_eager" if vs == "eager" else "speedup_vs_compile"
     fast = sum(1 for b in board.best.values() if (s := getattr(b, attr)) is not None and s > p)
     return _rate(fast, total)
@@ -274,6 +287,7 @@ def row_for(board: EntrantBoard, total: int, p: float = 1.0) -> dict[str, Any]:
     eager = [b.speedup_vs_eager for b in board.best.values() if b.speedup_vs_eager and b.speedup_vs_eager > 0]
     comp = [b.speedup_vs_compile for b in board.best.values() if b.speedup_vs_compile and b.speedup_vs_compile > 0]
     times = [b.finished_at for b in board.best.values() if b.finished_at]
+    suite_size, total = total, rate_denominator(board, total)
     return {
         "entrant": board.name,
         "entrant_slug": board.slug,
@@ -293,6 +307,7 @@ def row_for(board: EntrantBoard, total: int, p: float = 1.0) -> dict[str, Any]:
         "geomean_count_vs_eager": len(eager),
         "geomean_count_vs_compile": len(comp),
         "last_result_at": max(times) if times else None,
+        "suite_size": suite_size,
     }
 
 
@@ -353,11 +368,16 @@ def cache_set(key: str, value: Any) -> None:
 def rank_rows(*, suite: dict[int, SuiteProblem], boards: list[EntrantBoard], p: float = 1.0) -> list[Row]:
     """leaderboard_rows on data already read with board_data (pages draw several views of one reading)."""
     rows = [row_for(b, len(suite), p) for b in boards]
+    # Places are over the whole suite for everyone: a baseline's rates are over the problems where it was
+    # measured, but a problem it was not measured on is not won, so that it does not climb by being measured
+    # on few problems.
+    keys = {id(r): _rank_key(row_for(replace(b, measured=None), len(suite), p)) if b.is_baseline else _rank_key(r)
+            for r, b in zip(rows, boards, strict=True)}
     # Best first; among equals the baselines first, then by name.
-    rows.sort(key=lambda r: (tuple(-x for x in _rank_key(r)), not r["is_baseline"], r["entrant"].lower()))
+    rows.sort(key=lambda r: (tuple(-x for x in keys[id(r)]), not r["is_baseline"], r["entrant"].lower()))
     ranked: list[Row] = []
     for i, r in enumerate(rows):
-        rank = ranked[-1].rank if ranked and _rank_key(r) == _rank_key(rows[i - 1]) else i + 1
+        rank = ranked[-1].rank if ranked and keys[id(r)] == keys[id(rows[i - 1])] else i + 1
         ranked.append(Row(rank=rank, **r))
     return ranked
 

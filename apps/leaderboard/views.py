@@ -77,11 +77,23 @@ def _board_page_data(pool: str, level: int | None, p: float) -> dict[str, Any]:
     ps, curves_eager = selectors.curves_from(suite=suite, boards=boards, vs="eager")
     ps_c, curves_compile = selectors.curves_from(suite=suite, boards=boards, vs="compile")
     entrants = [b for b in boards if not b.is_baseline]
+    by_slug = {b.slug: b for b in boards}
+    eager, comp = by_slug[selectors.EAGER_SLUG], by_slug[selectors.COMPILE_SLUG]
     problems = []
     for sp in suite.values():
         solvers = [(b.name, b.best[sp.id]) for b in entrants if sp.id in b.best]
         fastest = min(solvers, key=lambda x: x[1].runtime_us, default=None)
-        problems.append({"problem": sp, "solvers": len(solvers), "fastest": fastest})
+        eager_best, compile_best = eager.best.get(sp.id), comp.best.get(sp.id)
+        speedup = fastest[1].speedup_vs_eager if fastest else None
+        problems.append({
+            "problem": sp, "solvers": len(solvers), "fastest": fastest,
+            "eager_us": eager_best.runtime_us if eager_best else None,
+            "compile_us": compile_best.runtime_us if compile_best else None,
+            # The best verified kernel is no faster than eager: say so rather than crown it.
+            "beats_eager": speedup is not None and speedup > 1.0,
+            "beats_compile": bool(fastest and compile_best and fastest[1].runtime_us < compile_best.runtime_us),
+        })
+    baselines_measured = {b.slug.replace("-", "_"): len(b.measured or ()) for b in (eager, comp)}
     colours = plots.colours_for([r.entrant_slug for r in rows])
     figures = {
         "fastp_eager": plots.fast_p_figure(ps, curves_eager, vs="eager", colours=colours),
@@ -90,7 +102,9 @@ def _board_page_data(pool: str, level: int | None, p: float) -> dict[str, Any]:
             selectors.speedups_from(suite=suite, boards=boards), colours=colours),
         "progress": plots.progress_figure(selectors.progress_series(pool=pool, level=level), colours=colours),
     }
-    return {"rows": rows, "suite_size": len(suite), "problems": problems, "figures": figures}
+    return {"rows": rows, "suite_size": len(suite), "problems": problems, "figures": figures,
+            "baselines_measured": baselines_measured,
+            "unmeasured": [p["problem"] for p in problems if p["eager_us"] is None]}
 
 
 def board(request: HttpRequest, pool: str) -> HttpResponse:

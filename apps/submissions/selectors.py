@@ -96,3 +96,50 @@ def evaluation_public_result(*, evaluation: Evaluation, source_visible: bool) ->
     if not evaluation_message_visible(evaluation=evaluation, source_visible=False):
         result.pop("message", None)
     return result
+
+
+# How many of a pool's latest evaluations the wait estimate is taken from.
+QUEUE_ESTIMATE_SAMPLE = 20
+
+
+def evaluation_queue_estimate(*, evaluation: Evaluation) -> dict[str, Any] | None:
+    """Where a queued evaluation stands in its pool's queue, and a rough wait; None unless it is queued.
+
+    position: queued evaluations of the pool queued before it, plus one. ahead: those plus the pool's running
+    evaluations. wait_s = ahead x the median run time (started to finished) of the pool's last
+    QUEUE_ESTIMATE_SAMPLE finished evaluations / the runners online (heartbeat within RUNNER_OFFLINE_AFTER_S,
+    not disabled, not draining); None where the pool has no finished evaluation yet or no runner online.
+    Rough by nature: run times differ by problem and by whether a build is cached.
+    """
+    from datetime import timedelta
+    from statistics import median
+
+    from django.conf import settings
+
+    from apps.devices.models import Runner
+
+    if evaluation.status != Evaluation.STATUS_QUEUED:
+        return None
+    pool_id = Submission.objects.filter(pk=evaluation.submission_id).values_list("pool_id", flat=True).first()
+    in_pool = Evaluation.objects.filter(submission__pool_id=pool_id)
+    queued_before = in_pool.filter(status=Evaluation.STATUS_QUEUED, queued_at__lt=evaluation.queued_at).count()
+    running = in_pool.filter(status=Evaluation.STATUS_RUNNING).count()
+    recent = list(
+        in_pool.filter(status=Evaluation.STATUS_DONE, started_at__isnull=False, finished_at__isnull=False)
+        .order_by("-finished_at").values_list("started_at", "finished_at")[:QUEUE_ESTIMATE_SAMPLE]
+    )
+    durations = [(f - s).total_seconds() for s, f in recent if f >= s]
+    online_since = timezone.now() - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
+    runners = Runner.objects.filter(pool_id=pool_id, is_disabled=False, is_draining=False,
+                                    last_heartbeat_at__gte=online_since).count()
+    typical = median(durations) if durations else None
+    ahead = queued_before + running
+    return {
+        "position": queued_before + 1,
+        "ahead": ahead,
+        "running": running,
+        "runners": runners,
+        "typical_s": typical,
+        "sample": len(durations),
+        "wait_s": ahead * typical / runners if typical is not None and runners else None,
+    }

@@ -5,6 +5,7 @@ Writes go through apps/submissions/services.py; these views only read, validate 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -17,12 +18,13 @@ from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from ane_runner.problem import ProblemError
 from apps.devices.models import HardwarePool
-from apps.submissions import ane, selectors, services
+from apps.submissions import ane, result_display, selectors, services
 from apps.submissions.forms import EntrantCreateForm, SubmitForm
 from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, Submission
 from apps.submissions.starters import LANGUAGE_FOR_DEVICE, starter_source
@@ -35,6 +37,9 @@ def _latest_evaluations() -> Prefetch:
 def problem_list(request: HttpRequest) -> HttpResponse:
     levels = sorted(set(Problem.objects.filter(is_active=True).values_list("level", flat=True)))
     pools = list(HardwarePool.objects.filter(is_active=True, problems__is_active=True).distinct())
+    online_since = timezone.now() - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
+    # A pool without a runner online still takes submissions: they wait in its queue, and the page says so.
+    idle_pools = [p for p in pools if not p.runners.filter(is_disabled=False, last_heartbeat_at__gte=online_since).exists()]
 
     level = request.GET.get("level", "")
     if level and not (level.isdigit() and int(level) in levels):
@@ -66,8 +71,42 @@ def problem_list(request: HttpRequest) -> HttpResponse:
             "level": level,
             "pool_slug": pool_slug,
             "mine_solved": mine_solved,
+            "idle_pools": idle_pools,
         },
     )
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    """The race at a glance: who leads each pool, agents vs LLMs vs torch.compile, the newest verified
+    results; the problems one click away."""
+    from apps.leaderboard import selectors as board_selectors
+
+    online_since = timezone.now() - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
+    pools = []
+    for pool in HardwarePool.objects.filter(is_active=True, problems__is_active=True).distinct().order_by("slug"):
+        if pool.kind == HardwarePool.KIND_ANE:
+            continue  # the Neural Engine board ranks other numbers: linked, not summarised here
+        rows = board_selectors.leaderboard_rows(pool=pool.slug)
+        entrants = [r for r in rows if not r.is_baseline]
+        best_of_kind = {}
+        for r in entrants:  # rows are ranked: the first of a kind is its best
+            best_of_kind.setdefault(r.kind, r)
+        pools.append({
+            "pool": pool, "suite_size": rows[0].suite_size if rows else 0, "leader": entrants[0] if entrants else None,
+            "kinds": [best_of_kind[k] for k in ("agent", "llm", "human") if k in best_of_kind],
+            "compile": next((r for r in rows if r.entrant_slug == board_selectors.COMPILE_SLUG), None),
+            "runners_online": pool.runners.filter(is_disabled=False, last_heartbeat_at__gte=online_since).count(),
+        })
+    newest = (Evaluation.objects.filter(status=Evaluation.STATUS_DONE, verdict="accepted",
+                                        submission__moderation=Submission.MODERATION_OK,
+                                        submission__entrant__is_banned=False)
+              .exclude(submission__entrant__kind=Entrant.KIND_BASELINE)
+              .select_related("submission__entrant", "submission__problem", "submission__pool")
+              .order_by("-finished_at", "-pk")[:8])
+    return render(request, "submissions/home.html", {
+        "pools": pools, "newest": newest,
+        "problem_count": Problem.objects.filter(is_active=True).count(),
+    })
 
 
 def problem_detail(request: HttpRequest, slug: str) -> HttpResponse:
@@ -147,19 +186,23 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "show_message": evaluation is not None and selectors.evaluation_message_visible(
             evaluation=evaluation, source_visible=can_see_source),
         "timing_rows": _timing_rows(public_result),
-        "result_extras": _result_extras(public_result),
+        "checked_sections": result_display.checked_sections(public_result),
+        "device_rows": result_display.device_rows(public_result, evaluation.system_info if evaluation else {}),
+        "version_rows": result_display.version_rows(public_result, evaluation.system_info if evaluation else {}),
+        "queue": selectors.evaluation_queue_estimate(evaluation=evaluation) if evaluation else None,
+        # Host paths never reach a page (result_display.redact_paths), the owner's own log included.
+        "message_text": result_display.redact_paths(evaluation.message) if evaluation else "",
+        "log_text": result_display.redact_paths(
+            str((evaluation.result or {}).get("compile_log") or evaluation.log or "")) if evaluation else "",
+        "run_s": (evaluation.finished_at - evaluation.started_at).total_seconds()
+        if evaluation and evaluation.started_at and evaluation.finished_at else None,
+        "wait_s": (evaluation.started_at - evaluation.queued_at).total_seconds()
+        if evaluation and evaluation.started_at else None,
     }
     # The live page re-fetches only the evaluation part when a result lands (no full reload).
     if request.GET.get("partial") == "evaluation":
         return render(request, "submissions/_evaluation.html", context)
     return render(request, "submissions/submission_detail.html", context)
-
-
-# Result keys the page already shows in its own sections.
-_SHOWN_RESULT_KEYS = {
-    "verdict", "correct", "runtime_us", "eager_us", "compile_us", "speedup_vs_eager", "speedup_vs_compile",
-    "message", "compile_log", "log", "stats", "baselines", "times_us",
-}
 
 
 def _timing_rows(result: dict) -> list[dict]:
@@ -173,59 +216,6 @@ def _timing_rows(result: dict) -> list[dict]:
             rows.append({"label": label, "ci": ci if isinstance(ci, list | tuple) and len(ci) == 2 else None,
                          **stats})
     return rows
-
-
-def _result_extras(result: object) -> dict[str, list[tuple[str, str]]]:
-    """The evaluator's other fields (statistics, device, clocks, versions, isolation) as titled key/value lists.
-
-    The evaluator's object is shown as it is, grouped by its own top-level keys, so that a field it adds later
-    appears here without a change to the page.
-    """
-    if not isinstance(result, dict):
-        return {}
-    groups: dict[str, list[tuple[str, str]]] = {}
-    scalars: list[tuple[str, str]] = []
-    for key, value in result.items():
-        if key in _SHOWN_RESULT_KEYS:
-            continue
-        if isinstance(value, dict):
-            groups[key.replace("_", " ").capitalize()] = _flatten(value)
-        else:
-            scalars.append((key.replace("_", " "), _plain(value)))
-    if scalars:
-        groups["Other"] = scalars
-    # What a reader checks first: where it ran and under which isolation; then the checks; then the rest.
-    first = ["Device", "Isolation", "Checks", "Versions"]
-    return dict(sorted(groups.items(), key=lambda kv: first.index(kv[0]) if kv[0] in first else len(first)))
-
-
-def _flatten(d: dict, prefix: str = "") -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]] = []
-    for key, value in d.items():
-        name = f"{prefix}{key}".replace("_", " ")
-        if isinstance(value, dict):
-            rows.extend(_flatten(value, prefix=f"{prefix}{key}."))
-        else:
-            rows.append((name, _plain(value)))
-    return rows
-
-
-def _plain(value: object) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, list | tuple):
-        if any(isinstance(v, dict) for v in value):
-            # e.g. checks.builds: one line per item, its fields as key=value
-            return "\n".join(
-                "; ".join(f"{k}={_plain(x)}" for k, x in v.items()) if isinstance(v, dict) else _plain(v)
-                for v in value
-            )
-        return ", ".join(_plain(v) for v in value) or "–"
-    if value is None:
-        return "–"
-    return str(value)
 
 
 @login_required

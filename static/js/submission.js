@@ -9,32 +9,34 @@
   if (!root || !window.KernelHub) { return; }
   var submissionId = root.getAttribute("data-submission-id");
 
-  var STEPS = [["queued", "Queued"], ["compiling", "Compiling"], ["checking", "Checking correctness"],
+  var STEPS = [["queued", "Queued"], ["prescreen", "Pre-screen"], ["compiling", "Compiling"], ["checking", "Checking correctness"],
                ["timing", "Timing"], ["verdict", "Verdict"]];
   var VERDICTS = {accepted: "Accepted", wrong_answer: "Wrong answer", compile_error: "Compile error",
                   runtime_error: "Runtime error", timeout: "Time limit exceeded", rejected: "Rejected"};
   var FAILED_AT = {compile_error: "compiling", wrong_answer: "checking", runtime_error: "checking"};
-  var STAGE_LABELS = {queued: "Queued", compiling: "Compiling", checking: "Checking correctness",
+  var STAGE_LABELS = {queued: "Queued", prescreen: "Pre-screen", compiling: "Compiling", checking: "Checking correctness",
                       timing: "Timing", running: "Running", done: "Done"};
+  var QUEUE_REFRESH_MS = 15000;
   var keys = STEPS.map(function (s) { return s[0]; });
+  var LAST = keys.length - 1;  // the verdict step
 
   function stageSteps(status, stage, verdict) {
     var steps = STEPS.map(function (s) { return {key: s[0], label: s[1], state: "pending"}; });
     if (status === "queued" || status === "running") {
-      var current = keys.slice(0, 4).indexOf(stage);
-      if (current < 0) { current = status === "queued" ? 0 : 3; }
+      var current = keys.slice(0, LAST).indexOf(stage);
+      if (current < 0) { current = status === "queued" ? 0 : LAST - 1; }
       steps.forEach(function (s, i) { s.state = i < current ? "done" : (i === current ? "current" : "pending"); });
       return steps;
     }
     if (status === "failed") {
       steps[0].state = "done";
-      steps[4].state = "failed"; steps[4].label = "No verdict";
+      steps[LAST].state = "failed"; steps[LAST].label = "No verdict";
       return steps;
     }
-    var last = FAILED_AT[verdict] ? keys.indexOf(FAILED_AT[verdict]) : 4;
-    for (var i = 0; i < 4; i++) { steps[i].state = i < last ? "done" : (i === last ? "failed" : "pending"); }
-    steps[4].state = verdict === "accepted" ? "done" : "failed";
-    steps[4].label = VERDICTS[verdict] || "Verdict";
+    var last = FAILED_AT[verdict] ? keys.indexOf(FAILED_AT[verdict]) : LAST;
+    for (var i = 0; i < LAST; i++) { steps[i].state = i < last ? "done" : (i === last ? "failed" : "pending"); }
+    steps[LAST].state = verdict === "accepted" ? "done" : "failed";
+    steps[LAST].label = VERDICTS[verdict] || "Verdict";
     return steps;
   }
 
@@ -122,8 +124,18 @@
     // An event of an older evaluation must not overwrite a newer one shown here.
     if (current && Number(ev.id) < Number(current)) { return; }
     var isNew = String(ev.id) !== current;
+    var moved = ev.status + "/" + ev.stage;
     root.setAttribute("data-evaluation-id", String(ev.id));
     apply(ev);
-    if (isNew || ev.status === "done" || ev.status === "failed") { refresh(); }
+    // Each change of status or stage re-fetches the evaluation part: "Where it ran" (the runner that claimed
+    // it, start time), the queue position and, at the end, statistics and logs.
+    if (isNew || moved !== lastMoved) { lastMoved = moved; refresh(); }
   }, {onState: setIndicator});
+
+  var lastMoved = root.querySelector("[data-status]") ? root.querySelector("[data-status]").getAttribute("data-status") : "";
+  // While it waits, the queue moves without this submission's events (others are claimed and finish):
+  // re-read its position now and then.
+  window.setInterval(function () {
+    if (root.querySelector("#queue-position") && document.visibilityState === "visible") { refresh(); }
+  }, QUEUE_REFRESH_MS);
 })();

@@ -80,7 +80,7 @@ def test_it_shows_stages_and_verdict_live(live_asgi_server, login_page, alice, a
     expect(page.locator('[data-field="speedup_vs_compile"]')).to_have_text("1.70×")
     # The statistics come with the refreshed evaluation part (fetched after the final event).
     expect(page.locator("#timing-stats")).to_contain_text("405 µs – 420 µs")
-    expect(page.locator(".result-group", has_text="Isolation")).to_contain_text("bubblewrap")
+    expect(page.locator("#how-checked [data-section=\"isolation\"]")).to_contain_text("bubblewrap")
     expect(page.locator("#evaluation-live")).to_contain_text("browser-test-runner")
 
     page.screenshot(path="/tmp/kernelhub-submission-live.png", full_page=True)

@@ -12,6 +12,7 @@ from tests.pages.fixtures import SOLUTION
 def test_it_submits_through_the_form_and_follows_the_submission(live_asgi_server, login_page, bob, problem):
     page = login_page(bob)
     page.goto("/")
+    page.locator("#to-problems").click()  # the problems are one click from the home page
     page.get_by_role("link", name="ReLU and scale").click()
     expect(page.locator("h1")).to_have_text("ReLU and scale")
     expect(page.locator("#reference-source")).to_contain_text("def forward(self, x, bias)")

@@ -58,7 +58,7 @@ def test_it_sees_moderation_and_bans_at_once(board):
 def test_it_sees_a_problem_leave_the_suite(board):
     pool, p1, _, _ = board
     make_problem("p2", pools=(pool,))
-    assert leaderboard_rows(pool="h200")[0].problems == 2
+    assert leaderboard_rows(pool="h200")[0].suite_size == 2
     p1.is_active = False
     p1.save()
-    assert leaderboard_rows(pool="h200")[0].problems == 1
+    assert leaderboard_rows(pool="h200")[0].suite_size == 1

@@ -66,7 +66,7 @@ def test_it_restricts_the_suite_to_a_level(suite):
     assert row.fast_1_vs_eager == pytest.approx(1 / 3)
     rows = by_slug(leaderboard_rows(pool="h200", level=2))
     assert "alice" not in rows  # nothing attempted at level 2
-    assert rows["pytorch-eager"].problems == 1
+    assert rows["pytorch-eager"].suite_size == 1  # its `problems`: those measured (none)
 
 
 def test_it_ignores_problems_of_another_pool_and_inactive_problems(suite):

@@ -19,10 +19,9 @@ def test_it_lists_problems_with_level_tracks_and_solved_count(client, problem, a
 
 
 @pytest.mark.django_db
-def test_it_serves_the_home_page_as_the_problem_list(client, problem):
-    r = client.get("/")
-    assert r.status_code == 200
-    assert "ReLU and scale" in r.content.decode()
+def test_it_links_the_problem_list_from_the_home_page(client, problem):
+    assert 'href="/problems/" id="to-problems"' in client.get("/").content.decode()
+    assert "ReLU and scale" in client.get("/problems/").content.decode()
 
 
 @pytest.mark.django_db

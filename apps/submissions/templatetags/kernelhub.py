@@ -43,6 +43,26 @@ def us(value: object) -> str:
 
 
 @register.filter
+def duration(value: object) -> str:
+    """Seconds for people: 85 ms, 3.2 s, 2 min 05 s."""
+    if value is None or value == "":
+        return "–"
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    if v < 1:
+        return f"{v * 1000:.0f} ms"
+    if v < 60:
+        return f"{v:.1f} s"
+    if v < 3600:
+        minutes, rest = divmod(round(v), 60)
+        return f"{minutes} min {rest:02d} s"
+    hours, rest = divmod(round(v), 3600)
+    return f"{hours} h {rest // 60:02d} min"
+
+
+@register.filter
 def speedup(value: object) -> str:
     if value is None or value == "":
         return "–"
@@ -115,6 +135,7 @@ _highlight_cached = functools.lru_cache(maxsize=256)(_highlight)
 # The stage progress bar. static/js/submission.js mirrors this for live updates: keep them in step.
 STAGE_STEPS = [
     ("queued", "Queued"),
+    ("prescreen", "Pre-screen"),
     ("compiling", "Compiling"),
     ("checking", "Checking correctness"),
     ("timing", "Timing"),
@@ -130,20 +151,20 @@ def stage_steps(status: str, stage: str, verdict: str) -> list[dict[str, str]]:
     keys = [k for k, _ in STAGE_STEPS]
     steps = [{"key": k, "label": label, "state": "pending"} for k, label in STAGE_STEPS]
     if status in ("queued", "running"):
-        current = keys.index(stage) if stage in keys[:4] else (0 if status == "queued" else 3)
+        current = keys.index(stage) if stage in keys[:-1] else (0 if status == "queued" else len(keys) - 2)
         for i, s in enumerate(steps):
             s["state"] = "done" if i < current else ("current" if i == current else "pending")
         return steps
     if status == "failed":
         steps[0]["state"] = "done"
-        steps[4].update(state="failed", label="No verdict")
+        steps[-1].update(state="failed", label="No verdict")
         return steps
     # done
     failed_at = FAILED_AT.get(verdict)
-    last = keys.index(failed_at) if failed_at else 4
-    for i, s in enumerate(steps[:4]):
+    last = keys.index(failed_at) if failed_at else len(keys) - 1
+    for i, s in enumerate(steps[:-1]):
         s["state"] = "done" if i < last else ("failed" if i == last else "pending")
-    steps[4].update(
+    steps[-1].update(
         state="done" if verdict == "accepted" else "failed", label=VERDICT_LABELS.get(verdict, "Verdict")
     )
     return steps
