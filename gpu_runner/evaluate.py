@@ -27,7 +27,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gpu_runner import baselines, builds, correctness, formats, gpulock, limits, sandbox, sysinfo, timing, workdir
+from gpu_runner import (
+    baselines,
+    builds,
+    correctness,
+    formats,
+    gpulock,
+    limits,
+    sandbox,
+    sysinfo,
+    timing,
+    workdir,
+)
 from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError, load_tensors
 
 VERDICTS = ("accepted", "wrong_answer", "compile_error", "runtime_error", "timeout", "rejected")
