@@ -202,7 +202,7 @@ def read_archive(data: bytes, *, rules: str = RULES_CUDA_AGENT) -> Workdir:
 
 def _zip_kind(info: zipfile.ZipInfo) -> str:
     mode = info.external_attr >> 16
-    if info.create_system == 3 and mode:  # made on Unix: the mode says what the entry is
+    if info.create_system == 3 and stat.S_IFMT(mode):  # made on Unix with a file type: it says what the entry is
         if stat.S_ISLNK(mode):
             return "link"
         if stat.S_ISDIR(mode):
