@@ -98,7 +98,8 @@ class SubmitForm(forms.Form):
             data["workdir_archive"] = upload.read(agent_workdir.MAX_ARCHIVE_BYTES + 1)
             return data
         if not data.get("problem"):
-            self.add_error("problem", "Pick the problem your kernel solves.")
+            if "problem" not in self.errors:
+                self.add_error("problem", "Pick the problem your kernel solves.")
             return data
         if upload and upload.name.lower().endswith(".zip"):
             # A zipped .mlpackage for an ANE track: stored as `base64:<zip>` (apps/submissions/ane.py).
