@@ -91,3 +91,10 @@ def test_the_web_form_takes_the_zip_and_the_page_shows_the_files_and_the_rule_se
     page = client.get(response["Location"]).content.decode()
     assert 'id="rule-set" data-rules="cuda_agent">CUDA Agent rules<' in page
     assert "CUDA Agent workdir" in page and "kernels/axpby_binding.cpp" in page and "REGISTER_BINDING" in page
+
+
+def test_a_pool_can_select_the_rule_set(workdir_problem, alice, api, settings):
+    settings.RULES_BY_POOL = {"cpu": "kernelhub"}
+    response = _json(api(alice.token), zip_bytes(FILES), rules="cuda_agent")
+    assert response.status_code == 201, response.json()
+    assert workdir.parse_bundle(Submission.objects.get(pk=response.json()["id"]).source).rules == "kernelhub"
