@@ -341,8 +341,19 @@ class Harness:
                     return self.model(*inputs)
             return self.model(*inputs)
 
-    def _timed_call(self, inputs: list, model=None, guards=None) -> tuple[object, float]:  # type: ignore[no-untyped-def]
-        """One call, timed; ends after a device-wide synchronise, so work on any stream is inside the time.
+    def _timed_call(self, inputs: list, model=None, guards=None) -> tuple[object, float, float | None]:  # type: ignore[no-untyped-def]
+        """One call, timed: (output, the window in us, on CUDA the tail in us).
+
+        The window is what KernelBench and Triton's do_bench time: the cache flush is queued, then events are
+        recorded right around forward, with nothing of the harness's between them. The guard's entry and exit,
+        the device-wide synchronise and the fingerprints are outside it. The flush is not waited for: while the
+        GPU flushes, the host records the start and launches forward, as in a plain event timing.
+
+        No work may escape the window: after the end event the harness synchronises the whole device and
+        records one more event. Its distance from the end event (the tail) is the synchronise's own latency for
+        an honest call, and that plus the unfinished work for a call that left kernels running on another
+        stream. The parent adds to the window whatever tail exceeds the latency the trusted reference measured
+        on this device (timing.py, op_tail_calibrate): every side pays the same, and escaped work is counted.
         (model and guards: the trusted roles' null call, op_null_call.)"""
         model = self.model if model is None else model
         guards = self.guards if guards is None else guards
@@ -352,24 +363,30 @@ class Harness:
                 guard.__enter__()
             try:
                 if self.device == "cuda":
-                    start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
+                    start, end, done = (self.Event(enable_timing=True), self.Event(enable_timing=True),
+                                        self.Event(enable_timing=True))
+                    self.flush_buf.fill_(1)
                     start.record()
                     out = model(*inputs)
-                    self.cuda_sync()
                     end.record()
-                    end.synchronize()
+                    self.cuda_sync()
+                    done.record()
+                    done.synchronize()
                     elapsed_us = start.elapsed_time(end) * 1000.0
+                    tail_us: float | None = end.elapsed_time(done) * 1000.0
                 else:
+                    self.flush_buf.fill_(1)
                     t0 = self.perf()
                     out = model(*inputs)
                     elapsed_us = (self.perf() - t0) * 1e6
+                    tail_us = None
             except BaseException:
                 if guard is not None:
                     guard.__exit__(*sys.exc_info())
                 raise
             if guard is not None:
                 guard.__exit__(None, None, None)
-        return out, elapsed_us
+        return out, elapsed_us, tail_us
 
     def _flatten(self, out, inputs: list) -> tuple[list, list[str], str]:  # type: ignore[no-untyped-def]
         """Output tensors in order, what is wrong with them as objects (subclass, layout, aliasing an input), and
@@ -578,7 +595,7 @@ class Harness:
         own clock sees each call, and "append" keeps the outputs of the batch's earlier calls for save_batch."""
         if not msg.get("append"):
             self.batch_outputs = []
-        times = []
+        times, tails = [], []
         changes = msg.get("perturb") or [None] * len(msg["order"])
         policy = self.policy
         if msg.get("record") is not None:
@@ -586,12 +603,14 @@ class Harness:
             self.policy = {**policy, "record_ops": bool(msg["record"])}
         try:
             for k, change in zip(msg["order"], changes, strict=True):
-                times.append(self._one_timed_call(int(k), change, bool(msg.get("keep", True))))
+                us, tail = self._one_timed_call(int(k), change, bool(msg.get("keep", True)))
+                times.append(us)
+                tails.append(tail)
         finally:
             self.policy = policy
-        return {"times_us": times, "phases_us": self.phases_us}
+        return {"times_us": times, "tails_us": tails if self.device == "cuda" else None, "phases_us": self.phases_us}
 
-    def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None) -> float:  # type: ignore[no-untyped-def]
+    def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None) -> tuple[float, float | None]:  # type: ignore[no-untyped-def]
         # phases_us: where the harness's time goes around the timed call (a diagnostic the parent reports as the
         # child's word; the parent's own clock is what it checks).
         perf, phases = self.perf, self.phases_us
@@ -600,10 +619,10 @@ class Harness:
         inputs = self._set_inputs(k)
         t1 = perf()
         self._poison()
-        self.flush_buf.fill_(1)
         self._sync()
         t2 = perf()
-        out, us = self._timed_call(inputs, model, guards)
+        # The flush is part of _timed_call: queued right before the start event, as in a plain event timing.
+        out, us, tail = self._timed_call(inputs, model, guards)
         t3 = perf()
         if keep:
             # Fingerprinted as soon as the timer stops: an output still being written by a thread left running,
@@ -611,9 +630,9 @@ class Harness:
             self.batch_outputs.append((out, inputs, self._fingerprints(out, inputs)))
         del out
         t4 = perf()
-        for name, spent in (("inputs", t1 - t0), ("poison_flush", t2 - t1), ("call", t3 - t2), ("fingerprint", t4 - t3)):
+        for name, spent in (("inputs", t1 - t0), ("poison", t2 - t1), ("call", t3 - t2), ("fingerprint", t4 - t3)):
             phases[name] = phases.get(name, 0.0) + spent * 1e6
-        return us
+        return us, tail
 
     def op_null_call(self, msg: dict) -> dict:
         """Trusted roles: the harness's work around one timed call of the solution, with a forward that does
@@ -640,11 +659,64 @@ class Harness:
                 # The same one-element copy, onto itself: the cost of the change, and this set stays as the
                 # solution's replays expect it.
                 change = [change[0], change[1], change[1]]
-            us = self._one_timed_call(int(msg["set"]), change, keep, lambda *a: template, self.null_guards or None)
+            us, _ = self._one_timed_call(int(msg["set"]), change, keep, lambda *a: template, self.null_guards or None)
         finally:
             self.poison_bytes, self.batch_outputs, self.policy = poison, [], policy
         # Where this null call's time went (a trusted process: the clock audit's samples can show it).
         return {"times_us": [us], "phases_us": {k: v - before.get(k, 0.0) for k, v in self.phases_us.items()}}
+
+    def op_tail_calibrate(self, msg: dict) -> dict:
+        """Trusted roles, CUDA: the tail of _timed_call (its device-wide synchronise and last event) around a
+        forward that launches nothing, msg["calls"] times. The parent takes what an honest call's tail costs on
+        this device from these (timing.tail_allowance)."""
+        if self.role == "solution":
+            raise HarnessError("internal", "not for the solution")
+        if self.device != "cuda":
+            return {"tails_us": []}
+        tails = []
+        for _ in range(max(1, min(1000, int(msg.get("calls", 100))))):
+            self._sync()
+            _, _, tail = self._timed_call([], lambda: None, None)
+            tails.append(tail)
+        return {"tails_us": tails}
+
+    def op_profile(self, msg: dict) -> dict:
+        """CUDA Agent's measure (its utils/profiling.py): on one input set (from msg["seed"]), WARMUP calls, then
+        the PyTorch profiler's summed device time of every CUDA activity (kernels, copies, sets) over CALLS calls,
+        divided by CALLS. No cache flush and no synchronise between the calls, as there. The last call's output
+        is saved to msg["file"] for the parent to check against the reference."""
+        if self.device != "cuda":
+            return {"kernel_time_us": None, "why": "the profiler's device time is measured on CUDA devices only"}
+        from torch.profiler import ProfilerActivity, profile
+
+        calls, warmup = max(1, min(100, int(msg.get("calls", 10)))), max(0, min(100, int(msg.get("warmup", 5))))
+        inputs = self._make_inputs(int(msg["seed"]))
+        self._sync()
+        policy = self.policy
+        self.policy = {**policy, "record_ops": False, "itt_decoy": False}
+        try:
+            for _ in range(warmup):
+                out = self._call(inputs)
+                del out
+            self._sync()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(calls):
+                    out = self._call(inputs)
+                self._sync()
+        finally:
+            self.policy = policy
+        total = 0.0
+        for event in prof.key_averages():
+            value = getattr(event, "self_device_time_total", None)
+            if value is None:  # an older torch's name for it
+                value = getattr(event, "self_cuda_time_total", 0.0)
+            total += float(value or 0.0)
+        tensors, problems, structure = self._flatten(out, inputs)
+        if not problems and msg.get("file"):
+            self._save(tensors, msg["file"])
+        del out, tensors
+        return {"kernel_time_us": total / calls, "calls": calls, "warmup": warmup, "problems": problems,
+                "structure": structure}
 
     def _null_guards(self):  # type: ignore[no-untyped-def]
         """The solution's per-call guard, for the null call's cost (its process-wide hooks are not installed in a

@@ -19,6 +19,7 @@ import math
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -48,6 +49,8 @@ MAX_OUTPUT_FILE = 8 << 30
 SETS_BUDGET = {"cuda": 8 << 30, "cpu": 512 << 20}
 MIN_SETS, MAX_SETS = 2, 16
 MAX_BUILDS = 8
+# The second metric (CUDA Agent's, _kernel_time): warm-up calls, then profiled calls.
+KERNEL_TIME_WARMUP, KERNEL_TIME_CALLS = 5, 10
 
 
 def _step_timeout() -> float:
@@ -169,7 +172,9 @@ def _derived_seed(seed: int, what: str, i: int) -> int:
 def _skeleton(problem_source: str, solution_source: str, device: str, seed: int) -> dict[str, Any]:
     return {
         "verdict": None, "correct": False, "runtime_us": None, "eager_us": None, "compile_us": None,
-        "speedup_vs_eager": None, "speedup_vs_compile": None, "message": "",
+        "speedup_vs_eager": None, "speedup_vs_compile": None, "kernel_time_us": None,
+        "eager_kernel_time_us": None, "compile_kernel_time_us": None, "speedup_vs_eager_kernel_time": None,
+        "speedup_vs_compile_kernel_time": None, "message": "",
         "rule": None, "stats": None, "baselines": {"eager": None, "compile": None},
         "device": {"kind": device}, "versions": {}, "isolation": {}, "checks": {},
         "language": _language(solution_source),
@@ -259,6 +264,7 @@ class _Run:
         self.ref_thread: _Background | None = None
         self.started = time.monotonic()
         self.pool: Any = None
+        self.tail_allowance_us: float | None = None
         # A CUDA Agent workdir (gpu_runner/workdir.py): its model_new.py is the solution file the child imports,
         # its sources are built by the parent from this copy.
         self.workdir: workdir.Workdir | None = None
@@ -443,12 +449,15 @@ class _Run:
         with self.timed("integrity"):
             self._integrity(sol)
             self.result["device"] = {**sysinfo.device_snapshot(self.device), "at": "timing"}
+
+        with self.timed("speed_of_light"):
+            self._physics()
+        with self.timed("kernel_time"):
+            self._kernel_time(sol)
         with self.timed("stop_solution"):
             for s in [sol]:
                 s.close()
                 self.sessions.remove(s)
-        with self.timed("speed_of_light"):
-            self._physics()
         self.stage("baselines")
         with self.timed("baselines"):
             self._baselines()
@@ -677,10 +686,12 @@ class _Run:
 
         try:
             with self._device_lock("solution"):
+                self._calibrate_tail()
                 t = timing.run_timing(_UntrustedTiming(self, sol), device=self.device, n_sets=self.n_sets,
                                       check_batch=check_batch, perturbable=self.perturbable,
                                       output_bytes=self.output_bytes, null_call=null_call,
-                                      cpu_clock=lambda: sandbox.thread_cpu_ns(sol.child))
+                                      cpu_clock=lambda: sandbox.thread_cpu_ns(sol.child),
+                                      tail_allowance_us=self.tail_allowance_us)
         except timing.TimingRejected as e:
             if e.audit is not None:
                 self.result["checks"]["clock_audit"] = e.audit  # the figures behind a timing_forged verdict
@@ -689,7 +700,8 @@ class _Run:
         stats = t["stats"]
         self.result["stats"] = stats
         self.result["runtime_us"] = stats["median_us"]
-        self.result["checks"].update({"timed_calls_checked": t["checked_calls"], "memoization": t["memo"],
+        self.result["checks"].update({"timed_calls": t["calls"], "timed_window_tail": t["tail"],
+                                      "timed_calls_checked": t["checked_calls"], "memoization": t["memo"],
                                       "fresh_inputs": t["fresh"], "wall_per_call_us": t["wall_per_call_us"],
                                       "clock_audit": t["clock_audit"],
                                       # The child's own word, for where the time goes; not used for any decision.
@@ -709,6 +721,53 @@ class _Run:
             raise Verdict("rejected", f"rule work_outside_timer broken: back-to-back calls took "
                           f"{t['wall_per_call_us']:.0f} us each by the evaluator's clock, the timed calls "
                           f"{median:.0f} us; all work must finish inside forward", "work_outside_timer")
+
+    def _kernel_time(self, sol: Session) -> None:
+        """The second metric, CUDA Agent's: the profiler's summed device time per call (child.op_profile), on a
+        fresh input set, with the last profiled call's output checked against the reference. It is the solution
+        process's own account (its profiler), so it is reported beside the audited event time, never instead of
+        it; a figure that beats the speed of light is withheld, with the reason."""
+        checks = self.result["checks"]
+        if self.device != "cuda":
+            checks["kernel_time"] = {"measured": False, "why": "measured on CUDA devices only"}
+            return
+        ref = self.reference
+        assert ref is not None
+        seed = random.SystemRandom().randrange(1 << 31)
+        where = "the profiled calls (kernel time)"
+        with self._device_lock("kernel time"):
+            reply = self._untrusted(sol, "profile", where, seed=seed, file="profiled.pt",
+                                    calls=KERNEL_TIME_CALLS, warmup=KERNEL_TIME_WARMUP)
+        self._structure_problems(reply, where)
+        with self._device_lock("kernel time reference", shared=True):
+            self._trusted(ref, "trial", seed=seed, file="ref_profiled.pt")
+        self._compare(ref.tensors("ref_profiled.pt"), self._read(sol, "profiled.pt", where), where)
+        value = reply.get("kernel_time_us")
+        if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+            checks["kernel_time"] = {"measured": False, "why": "the profiler reported no usable figure"}
+            return
+        floor = limits.check(self.device, float(value), limits.least_bytes(self.input_bytes, self.output_bytes),
+                             self.bandwidth)
+        if not floor["ok"]:
+            checks["kernel_time"] = {"measured": False, "reported_us": value, "why": (
+                "the profiler's device time is below the speed of light for the bytes the problem moves; the "
+                "process's own profile is not trusted there")}
+            return
+        checks["kernel_time"] = {"measured": True, "calls": KERNEL_TIME_CALLS, "warmup": KERNEL_TIME_WARMUP}
+        self.result["kernel_time_us"] = float(value)
+
+    def _calibrate_tail(self) -> None:
+        """CUDA: what the timed window's device-wide synchronise costs an honest call on this device, measured by
+        the trusted reference under the exclusive device lock (timing.tail_allowance). Every side, the baselines
+        included, is timed against this one allowance."""
+        if self.device != "cuda" or self.tail_allowance_us is not None or self.reference is None:
+            return
+        reply = self._trusted(self.reference, "tail_calibrate", calls=timing.TAIL_CALIBRATION_CALLS)
+        tails = timing.validate_times(reply.get("tails_us"), timing.TAIL_CALIBRATION_CALLS)
+        self.tail_allowance_us = timing.tail_allowance(tails)
+        self.result["checks"]["tail_calibration"] = {
+            "calls": len(tails), "median_us": round(statistics.median(tails), 2),
+            "allowance_us": round(self.tail_allowance_us, 2)}
 
     def _guard_findings_first(self, sol: Session) -> None:
         """Before a rejection by a timing heuristic: a rule the guards saw broken is the exact reason, so it is
@@ -769,6 +828,10 @@ class _Run:
             self.result[f"{mode}_us"] = median
             if median and self.result["runtime_us"]:
                 self.result[f"speedup_vs_{mode}"] = median / self.result["runtime_us"]
+            kernel = stats.get("kernel_time_us")
+            self.result[f"{mode}_kernel_time_us"] = kernel
+            if kernel and self.result.get("kernel_time_us"):
+                self.result[f"speedup_vs_{mode}_kernel_time"] = kernel / self.result["kernel_time_us"]
 
     def _time_baseline(self, mode: str) -> dict[str, Any]:
         try:
@@ -784,8 +847,19 @@ class _Run:
                     self._trusted(session, "warmup", timeout=_load_timeout(), calls=1, max_s=1.0)
             assert session is not None
             with self._device_lock(f"baseline {mode}"):
-                t = timing.run_timing(_TrustedTiming(self, session), device=self.device, n_sets=self.n_sets)
+                self._calibrate_tail()
+                t = timing.run_timing(_TrustedTiming(self, session), device=self.device, n_sets=self.n_sets,
+                                      tail_allowance_us=self.tail_allowance_us)
             stats = {**t["stats"], "device": self.device_model}
+            if t["tail"] is not None:
+                stats["tail_added_median_us"] = t["tail"]["added_median_us"]
+            if self.device == "cuda":
+                with self._device_lock(f"baseline {mode} kernel time"):
+                    prof = self._trusted(session, "profile", seed=random.SystemRandom().randrange(1 << 31),
+                                         calls=KERNEL_TIME_CALLS, warmup=KERNEL_TIME_WARMUP)
+                value = prof.get("kernel_time_us")
+                if type(value) in (int, float) and math.isfinite(value):
+                    stats["kernel_time_us"] = float(value)
             return {k: v for k, v in stats.items() if not (isinstance(v, float) and math.isnan(v))}
         except (EvaluatorError, timing.TimingRejected) as e:
             _log(f"baseline {mode} failed: {e}")

@@ -885,7 +885,10 @@ def forward_guard(policy: dict) -> Iterator[None]:
     # On calls the record skips, ITT ranges (a few microseconds per op) keep RecordFunction callbacks installed
     # too: native code that asks whether any are (to run torch ops only when nobody records) gets the same
     # answer on every call.
-    decoy = torch.autograd.profiler.emit_itt() if profiler is None and block and _itt_decoy_ok() else None
+    # (policy "itt_decoy": False where the harness itself profiles the call, child.op_profile: its profiler keeps
+    # RecordFunction callbacks installed just the same, and two profilers cannot run on one thread.)
+    decoy = (torch.autograd.profiler.emit_itt()
+             if profiler is None and block and policy.get("itt_decoy", True) and _itt_decoy_ok() else None)
     try:
         with contextlib.ExitStack() as stack:
             if profiler is not None:

@@ -2,8 +2,9 @@
 
 Each timed call runs on a fresh input set from a rotation of K sets made before the loop (more sets than a
 cache could usefully key on), after poisoning the allocator and flushing the cache (twice the GPU's L2;
-64 MiB on a CPU), and ends after a device-wide synchronise (CUDA events), so work left on another stream is
-inside the time. Repetitions go on in batches until the relative standard error of the mean is under
+16 MiB on a CPU). On CUDA the window is a plain event timing (events right around forward, the flush queued
+just before); a device-wide synchronise after it measures any work left running on another stream, and what
+of it exceeds the synchronise's own latency on this device (the tail allowance) is added to the call's time. Repetitions go on in batches until the relative standard error of the mean is under
 TARGET_RSE, or the budget is spent. The parent checks a random sample of each batch's outputs, picked after
 the batch ran, against the expected outputs, and times one back-to-back batch with its own clock.
 """
@@ -123,6 +124,29 @@ AUDIT_ONE_IN = 1  # every call on a reused set that the record skipped
 SAMPLES_VAR = "KERNELHUB_AUDIT_SAMPLES"
 AUDIT_MIN = 24
 RECORD_FIRST, RECORD_ONE_IN = 8, 8
+# The tail (child._timed_call): the end event to an event recorded after a device-wide synchronise. An honest
+# call's tail is the synchronise's own latency; the allowance is a high quantile of it, measured by the trusted
+# reference with a forward that launches nothing, plus a margin for the jitter of one reading.
+TAIL_QUANTILE = 0.9
+TAIL_MARGIN_US = 2.0
+TAIL_CALIBRATION_CALLS = 100
+
+
+def tail_allowance(tails_us: list[float]) -> float:
+    """What an honest call's tail may be on this device: TAIL_QUANTILE of the trusted reference's empty calls'
+    tails, plus TAIL_MARGIN_US."""
+    ordered = sorted(tails_us)
+    if not ordered:
+        return TAIL_MARGIN_US
+    return ordered[min(len(ordered) - 1, int(TAIL_QUANTILE * len(ordered)))] + TAIL_MARGIN_US
+
+
+def with_tail(window_us: float, tail_us: float | None, allowance_us: float | None) -> float:
+    """A call's time: its window, plus whatever of its tail exceeds the allowance (work left running past forward
+    on another stream, finished only by the device-wide synchronise)."""
+    if tail_us is None or allowance_us is None:
+        return window_us
+    return window_us + max(0.0, tail_us - allowance_us)
 
 
 def median_lower_bound(values: list[float]) -> float:
@@ -163,7 +187,8 @@ def clock_audit(reported_median_us: float, audits: list[tuple[Any, ...]], device
 
 def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None,
                perturbable: list[list[int]] | None = None, output_bytes: int = 0,
-               null_call: Any = None, cpu_clock: Any = None) -> dict[str, Any]:
+               null_call: Any = None, cpu_clock: Any = None,
+               tail_allowance_us: float | None = None) -> dict[str, Any]:
     """Adaptive timing in `session` (a child already loaded and with n_sets input sets prepared).
 
     For the solution, check_batch(positions, order, perturb) checks a sample of each batch (it raises to stop
@@ -176,12 +201,19 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     None where unknown) (the trusted process's null call,
     timed by the parent with the solution stopped) and cpu_clock() -> sandbox.thread_cpu_ns of the solution,
     the reported times are audited against the parent's clock (clock_audit; TimingRejected "timing_forged").
+    On CUDA each call's time is its event window plus its tail beyond tail_allowance_us (with_tail). Calls the
+    guard's op record ran on (the solution's) are checked like all others but left out of the statistics: the
+    record costs time inside the call that no baseline pays.
     Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us", "clock_audit",
-    "child_phases_us"}.
+    "child_phases_us", "tail"}.
     """
     rng = random.SystemRandom()
     session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
-    times: list[float] = []
+    times: list[float] = []  # the calls the statistics are taken over
+    calls = 0
+    tails: list[float] = []
+    escaped: list[float] = []  # per call, the time added for a tail beyond the allowance
+    guarded = check_batch is not None
     first_seen: dict[int, float] = {}
     repeats: list[float] = []
     fresh_times: list[float] = []
@@ -207,10 +239,11 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             else:
                 perturb.append(None)
         batch_times: list[float] = []
+        recorded: list[bool] = []
         for pos in range(batch):
             # Whether the guard's op record runs on this call (guards.forward_guard), chosen here: the first calls
             # and then one in RECORD_ONE_IN. Recorded calls cost the harness more and are left out of the audit.
-            record = len(times) + pos < RECORD_FIRST or rng.randrange(RECORD_ONE_IN) == 0
+            record = calls + pos < RECORD_FIRST or rng.randrange(RECORD_ONE_IN) == 0
             cpu0 = cpu_clock() if cpu_clock is not None else None
             t0 = time.perf_counter()
             reply = session.request("time_batch", order=[order[pos]], keep=check_batch is not None,
@@ -220,20 +253,27 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             # None where the threads changed during the call: that audit entry then uses the wall clock.
             cpu_us = busiest_thread_us(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else 0.0
             faults = faults_between(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else None
-            [t] = validate_times(reply.get("times_us"), 1)
+            [window] = validate_times(reply.get("times_us"), 1)
+            tail = None
+            if device == "cuda" and tail_allowance_us is not None:
+                [tail] = validate_times(reply.get("tails_us"), 1)
+                tails.append(tail)
+            t = with_tail(window, tail, tail_allowance_us)
+            escaped.append(t - window)
             if t > wall_us * 1.05 + 1000:
                 raise TimingRejected(
                     "timing_inconsistent",
                     f"a call was reported to take {t:.0f} us but its request took {wall_us:.0f} us by the "
                     "evaluator's clock")
             batch_times.append(t)
+            recorded.append(record and guarded)
             fresh_call = bool(perturb[pos]) and perturb[pos][0] == "fresh"
             if null_call is not None and not record and not fresh_call and rng.randrange(AUDIT_ONE_IN) == 0:
                 null_s, null_cpu_us, null_faults, null_phases = null_call(order[pos], perturb[pos],
                                                                           check_batch is not None)
                 audits.append((t, wall_us, null_s * 1e6, cpu_us, null_cpu_us, faults, null_faults))
                 if samples is not None:
-                    samples.append({"call": len(times) + pos, "batch_position": pos, "reported_us": t,
+                    samples.append({"call": calls + pos, "batch_position": pos, "reported_us": t,
                                     "request_wall_us": wall_us, "null_wall_us": null_s * 1e6,
                                     "request_cpu_us": cpu_us, "null_cpu_us": null_cpu_us, "request_faults": faults,
                                     "null_faults": null_faults, "null_phases_us": null_phases})
@@ -243,22 +283,24 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             positions = sorted(rng.sample(range(len(order)), k=max(1, min(most_checks, len(order) // 3))))
             check_batch(positions, order, perturb)
             checked += len(positions)
-        for change, t in zip(perturb, batch_times, strict=True):
+        calls += len(batch_times)
+        for change, k, t, rec in zip(perturb, order, batch_times, recorded, strict=True):
+            if rec:
+                continue
             (fresh_times if change and change[0] == "fresh" else reused_times).append(t)
-        for k, t in zip(order, batch_times, strict=True):
             if k in first_seen:
                 repeats.append(t)
             else:
                 first_seen[k] = t
-        times += batch_times
+            times.append(t)
         stats = summarize(times)
         # The clock audit wants AUDIT_MIN calls for a useful bound: the loop goes on for them, up to twice its budget.
         audited = null_call is None or len(audits) >= AUDIT_MIN or time.monotonic() > budget_end + BUDGET_S[device]
-        if len(times) >= MIN_REPS and stats["rse"] is not None and stats["rse"] < TARGET_RSE and audited:
+        if len(times) >= MIN_REPS and stats.get("rse") is not None and stats["rse"] < TARGET_RSE and audited:
             break
         # The budget does not end the loop before the fresh-input comparison has its calls (two batches).
         compared = len(fresh_times) >= FRESH_MIN_CALLS and len(reused_times) >= FRESH_MIN_CALLS
-        if len(times) >= MAX_REPS or (time.monotonic() > budget_end and compared and audited):
+        if calls >= MAX_REPS or (time.monotonic() > budget_end and compared and audited and times):
             break
         # The next batch doubles, but is not planned to run past the budget by the cost per call of this one
         # (its null calls and checks included): a whole batch past the budget had been seconds of overhead.
@@ -311,8 +353,14 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             )
     # The child's word, kept only as four finite numbers.
     child_phases = {k: round(float(v), 1) for k, v in phases.items()
-                    if k in ("inputs", "poison_flush", "call", "fingerprint") and type(v) in (int, float)
+                    if k in ("inputs", "poison", "call", "fingerprint") and type(v) in (int, float)
                     and math.isfinite(v)} if isinstance(phases, dict) else None
+    tail_summary = None
+    if tails:
+        tail_summary = {"allowance_us": round(float(tail_allowance_us or 0.0), 2),
+                        "median_us": round(statistics.median(tails), 2),
+                        "calls_over_allowance": sum(1 for e in escaped if e > 0),
+                        "added_median_us": round(statistics.median(escaped), 2), "calls": len(tails)}
     return {"times_us": times, "stats": summarize(times), "checked_calls": checked, "memo": memo,
             "fresh": fresh, "wall_per_call_us": wall_per_call_us, "clock_audit": audit,
-            "child_phases_us": child_phases}
+            "child_phases_us": child_phases, "tail": tail_summary, "calls": calls}

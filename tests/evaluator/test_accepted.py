@@ -13,3 +13,5 @@ def test_it_accepts_an_honest_cpp_solution_and_reports_stages():
     assert result["checks"]["speed_of_light"]["ok"] is True
     assert result["checks"]["integrity"] == []
     assert result["eager_us"] > 0 and result["speedup_vs_eager"] > 0
+    # The profiler's device time (CUDA Agent's measure) is a CUDA figure: on a CPU it is absent, and says why.
+    assert result["kernel_time_us"] is None and result["checks"]["kernel_time"]["measured"] is False
