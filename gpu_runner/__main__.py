@@ -1,4 +1,4 @@
-"""`python -m gpu_runner evaluate --problem P.py --solution S.py [--device cpu|cuda] [--seed N] [--json]`
+"""`python -m gpu_runner evaluate --problem P.py --solution S.py|DIR|ARCHIVE [--device cpu|cuda] [--seed N] [--json]`
 and `python -m gpu_runner serve ...` (the Celery runner, gpu_runner/worker.py).
 
 With --json, stdout carries exactly one JSON object and every log goes to stderr. Exit status 0 whenever a
@@ -42,16 +42,23 @@ def _evaluate(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpu_runner evaluate",
                                      description="Check and time one solution against one problem.")
     parser.add_argument("--problem", required=True, type=Path, help="problem file (KernelBench format)")
-    parser.add_argument("--solution", required=True, type=Path, help="solution file defining ModelNew")
+    parser.add_argument("--solution", required=True, type=Path,
+                        help="solution file defining ModelNew, or a CUDA Agent workdir (a directory, .zip, .tar.gz)")
+    parser.add_argument("--rules", choices=("kernelhub", "cuda_agent"), default="cuda_agent",
+                        help="rule set for a workdir (default cuda_agent; a problem's KERNELHUB['rules'] wins)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--seed", type=int, default=0, help="seed of the correctness trials (default 0)")
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     args = parser.parse_args(argv)
     try:
         problem = args.problem.read_text()
-        solution = args.solution.read_text()
+        solution = _read_workdir(args.solution, problem, args.rules) if _is_workdir(args.solution) \
+            else args.solution.read_text()
     except (OSError, UnicodeDecodeError) as e:
         print(f"error: cannot read {e.filename if isinstance(e, OSError) else 'a file'}: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # gpu_runner.workdir.WorkdirError: the workdir is refused
+        print(f"error: the workdir {args.solution}: {e}", file=sys.stderr)
         return 2
     if args.seed < 0:
         print("error: --seed must be a non-negative integer", file=sys.stderr)
@@ -86,6 +93,26 @@ def _evaluate(argv: list[str]) -> int:
     return 0
 
 
+def _is_workdir(path: Path) -> bool:
+    from gpu_runner.workdir import looks_like_archive_name
+
+    return path.is_dir() or looks_like_archive_name(path.name)
+
+
+def _read_workdir(path: Path, problem: str, rules: str) -> str:
+    """A CUDA Agent workdir as the evaluator's solution text (gpu_runner/workdir.py); its model.py must be the
+    problem given with --problem."""
+    from gpu_runner import workdir
+
+    wd = workdir.read_path(path, rules=rules)
+    if wd.model_py is not None and not workdir.same_problem(wd.model_py, problem):
+        raise workdir.WorkdirError("its model.py differs from the --problem file: the workdir was made for another "
+                                   "problem (or an edited one); evaluate it against its own model.py")
+    if wd.skipped:
+        print(f"kernelhub: left out of the workdir (not sources): {', '.join(wd.skipped[:10])}", file=sys.stderr)
+    return wd.to_bundle()
+
+
 def _serve(argv: list[str]) -> int:
     try:
         from gpu_runner.worker import serve_main
@@ -101,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = {"evaluate": _evaluate, "serve": _serve}
     if not argv or argv[0] not in commands:
         print("usage: python -m gpu_runner {evaluate,serve} ...\n"
-              "  evaluate --problem P.py --solution S.py [--device cpu|cuda] [--seed N] [--json]\n"
+              "  evaluate --problem P.py --solution S.py|WORKDIR [--device cpu|cuda] [--seed N] [--json]\n"
               "  serve ...   run the Celery runner (see gpu_runner/worker.py)", file=sys.stderr)
         return 2
     return commands[argv[0]](argv[1:])

@@ -87,19 +87,42 @@ def validate_request(raw: Any) -> dict[str, Any]:
     ):
         raise BuildRequestError("source files must be plain file names with text content")
     req["files"] = dict(sorted(files.items()))
+    tree = raw.get("tree")
+    if tree is not None:
+        _validate_tree(raw, req)
     with_cuda = raw.get("with_cuda")
     if with_cuda is not None and not isinstance(with_cuda, bool):
         raise BuildRequestError("with_cuda must be true, false or null")
     if with_cuda is None:
-        with_cuda = bool(req["cuda_sources"]) or any(f.endswith((".cu", ".cuh")) for f in req["files"])
+        with_cuda = bool(req["cuda_sources"]) or any(f.endswith((".cu", ".cuh")) for f in req["files"]) or \
+            any(f.endswith(".cu") for f in req.get("sources", []))
     req["with_cuda"] = with_cuda
     req["is_python_module"] = bool(raw.get("is_python_module", True))
-    req["kind"] = "files" if req["files"] else "inline"
+    req["kind"] = "workdir" if "tree" in req else "files" if req["files"] else "inline"
     if req["kind"] == "inline" and not req["cpp_sources"] and not req["cuda_sources"]:
         raise BuildRequestError("load_inline needs cpp_sources or cuda_sources")
     if len(json.dumps(req)) > MAX_REQUEST_BYTES:
         raise BuildRequestError(f"the sources are over {MAX_REQUEST_BYTES >> 20} MiB")
     return req
+
+
+def _validate_tree(raw: dict[str, Any], req: dict[str, Any]) -> None:
+    """A CUDA Agent workdir's native files in their folders (gpu_runner/workdir.py), and which of them to compile."""
+    from gpu_runner.workdir import NATIVE_SUFFIXES, WorkdirError, _check_path
+
+    tree, sources = raw.get("tree"), raw.get("sources")
+    if not isinstance(tree, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tree.items()):
+        raise BuildRequestError("tree must map relative paths to source text")
+    try:
+        for path in tree:
+            if _check_path(path) != path or not path.endswith(NATIVE_SUFFIXES):
+                raise BuildRequestError(f"{path!r}: not a plain relative path of a C++/CUDA source or header")
+    except WorkdirError as e:
+        raise BuildRequestError(str(e)) from None
+    if not isinstance(sources, list) or not sources or not all(isinstance(s, str) and s in tree for s in sources):
+        raise BuildRequestError("sources must list the tree's files to compile")
+    req["tree"] = dict(sorted(tree.items()))
+    req["sources"] = sorted(set(sources))
 
 
 def _first_line(cmd: list[str]) -> str:
@@ -285,6 +308,21 @@ def _builder_main(fd: int) -> None:
         if req["kind"] == "inline":
             cpp.load_inline(req["name"], req["cpp_sources"], cuda_sources=req["cuda_sources"] or None,
                             functions=req["functions"], use_pch=not req["with_cuda"], **common)
+        elif req["kind"] == "workdir":
+            # CUDA Agent's layout, folders kept (kernels/x_binding.cpp includes "../binding_registry.h"); every
+            # listed source compiled into one extension, as its utils/compile.py does.
+            src_dir = Path("src").resolve()
+            for rel, text in req["tree"].items():
+                (src_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+                (src_dir / rel).write_text(text)
+            try:
+                cpp.load(req["name"], [str(src_dir / rel) for rel in req["sources"]], **common)
+            except Exception as e:  # noqa: BLE001 - reported per file, the compiler's own lines
+                from gpu_runner.workdir import trim_errors_per_file
+
+                per_file = trim_errors_per_file(str(e), str(src_dir))
+                channel.send({"ok": False, "message": per_file or trim_compiler_output(str(e))})
+                return
         else:
             src_dir = Path("src").resolve()
             src_dir.mkdir()

@@ -186,6 +186,13 @@ class Harness:
                 # and replace its attributes, but not these references.
                 self.guards = types.SimpleNamespace(forward_guard=guards.forward_guard,
                                                     integrity_report=guards.integrity_report)
+            extension = msg.get("extension")
+            if extension:
+                # A CUDA Agent workdir (gpu_runner/workdir.py): the parent builds its sources, from its own copy, into
+                # the one extension model_new.py imports by name. Loaded under the guards, like any solution code,
+                # and put in sys.modules before model_new.py runs, so that its `import cuda_extension` finds it.
+                sys.modules[str(extension["name"])] = self._build_and_import({"workdir": True,
+                                                                              "name": str(extension["name"])})
             try:
                 solution = self._import_file("kernelhub_solution", msg["solution_file"])
             except SyntaxError as e:
@@ -282,6 +289,7 @@ class Harness:
 
         cpp.load_inline = load_inline
         cpp.load = load
+        self._build_and_import = request
 
     # ----- inputs, calls, outputs -----
     def _make_inputs(self, seed: int) -> list:

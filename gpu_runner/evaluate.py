@@ -28,7 +28,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gpu_runner import baselines, builds, correctness, formats, gpulock, limits, sandbox, sysinfo, timing
+from gpu_runner import (
+    baselines,
+    builds,
+    correctness,
+    formats,
+    gpulock,
+    limits,
+    sandbox,
+    sysinfo,
+    timing,
+    workdir,
+)
 from gpu_runner.contract import VERDICTS  # noqa: F401 - part of this module's interface
 from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError, load_tensors
 
@@ -166,10 +177,19 @@ def _skeleton(problem_source: str, solution_source: str, device: str, seed: int)
         "speedup_vs_compile_kernel_time": None, "message": "",
         "rule": None, "stats": None, "baselines": {"eager": None, "compile": None},
         "device": {"kind": device}, "versions": {}, "isolation": {}, "checks": {},
-        "language": formats.detect_language(solution_source),
+        "language": _language(solution_source),
         "problem_hash": formats.source_hash(problem_source), "solution_hash": formats.source_hash(solution_source),
         "seed": seed, "wall_s": None, "stage_seconds": {},
     }
+
+
+def _language(solution_source: str) -> str:
+    if workdir.is_bundle(solution_source):
+        try:
+            return workdir.parse_bundle(solution_source).language
+        except workdir.WorkdirError:
+            return "cuda"
+    return formats.detect_language(solution_source)
 
 
 def _cuda_present() -> bool:
@@ -245,6 +265,19 @@ class _Run:
         self.started = time.monotonic()
         self.pool: Any = None
         self.trusted_tail_us: float | None = None
+        # A CUDA Agent workdir (gpu_runner/workdir.py): its model_new.py is the solution file the child imports,
+        # its sources are built by the parent from this copy.
+        self.workdir: workdir.Workdir | None = None
+        self.workdir_error = ""
+        if workdir.is_bundle(solution_source):
+            try:
+                self.workdir = workdir.parse_bundle(solution_source)
+            except workdir.WorkdirError as e:
+                self.workdir_error = str(e)
+            result["solution_format"] = workdir.FORMAT
+            result["rules"] = workdir.effective_rules(self.workdir.rules if self.workdir else None, problem_source)
+        else:
+            result["rules"] = workdir.effective_rules(None, problem_source)
 
     def stage(self, name: str) -> None:
         # When each stage began, seconds from the start: where an evaluation's time goes.
@@ -341,6 +374,11 @@ class _Run:
         # Build time does not count against the child's deadlines, so the builds themselves are bounded.
         if len(self.build_log) >= MAX_BUILDS:
             return {"ok": False, "message": f"a solution may build at most {MAX_BUILDS} extensions"}
+        if isinstance(raw, dict) and raw.get("workdir"):
+            if self.workdir is None:
+                return {"ok": False, "message": "there is no workdir to build"}
+            # The parent's own copy of the sources, never what the child sends.
+            raw = workdir.build_request(self.workdir)
         if sum(b["seconds"] for b in self.build_log) > builds.BUILD_TIMEOUT_S:
             return {"ok": False, "message": f"the builds took over {builds.BUILD_TIMEOUT_S:.0f} s together"}
         try:
@@ -361,6 +399,13 @@ class _Run:
 
     # ----- the evaluation -----
     def execute(self) -> None:
+        if self.workdir_error:
+            raise Verdict("compile_error", f"the workdir: {self.workdir_error}")
+        if self.workdir is not None:
+            if self.workdir.language == "cuda" and self.device != "cuda":
+                raise Verdict("compile_error", "the workdir has CUDA sources (.cu), which need a GPU: submit it to a "
+                                               "GPU pool, or write its kernels in .cpp files for the CPU track")
+            self.solution_source = self.workdir.model_new_py
         try:
             formats.check_solution(self.solution_source)
         except formats.FormatError as e:
@@ -423,7 +468,10 @@ class _Run:
         except ImportError:
             self.result["checks"]["prescreen"] = "not available (gpu_runner.anticheat missing)"
             return
-        findings = anticheat.prescreen(self.solution_source, self.meta)
+        if self.workdir is not None:
+            findings = workdir.prescreen(self.workdir, self.problem_source, self.result["rules"])
+        else:
+            findings = anticheat.prescreen(self.solution_source, self.meta)
         self.result["checks"]["prescreen"] = findings
         if findings:
             first = findings[0]
@@ -432,8 +480,11 @@ class _Run:
 
     def _load_fields(self, role: str) -> dict[str, Any]:
         policy = {k: self.meta[k] for k in ("allow_torch",) if k in self.meta}
-        return {"device": self.device, "seed": self.seed, "problem_file": "problem.py",
-                "solution_file": "solution.py" if role == "solution" else None, "policy": policy}
+        fields = {"device": self.device, "seed": self.seed, "problem_file": "problem.py",
+                  "solution_file": "solution.py" if role == "solution" else None, "policy": policy}
+        if role == "solution" and self.workdir is not None:
+            fields["extension"] = {"name": workdir.EXTENSION_NAME}
+        return fields
 
     def _reference_outputs(self) -> None:
         with self._device_lock("reference trials", shared=True):

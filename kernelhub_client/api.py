@@ -196,6 +196,26 @@ class Client:
         # Safe to retry: the site deduplicates the same source for the same problem and pool.
         return self.request("POST", "/api/v1/submissions/", json=body)
 
+    def submit_workdir(self, problem: str | None, archive: bytes, *, rules: str | None = None,
+                       hardware: str | None = None, rerun: bool = False) -> dict:
+        """A CUDA Agent workdir, zipped or as .tar.gz; problem None: the site finds it from the workdir's model.py."""
+        if not self.token:
+            raise ConfigError("Submitting needs a token: run `kernelhub login --url URL --token TOKEN` "
+                              "or set KERNELHUB_TOKEN.")
+        import base64
+
+        body: dict[str, Any] = {"workdir_base64": base64.b64encode(archive).decode("ascii")}
+        if problem:
+            body["problem"] = problem
+        if rules:
+            body["rules"] = rules
+        if hardware:
+            body["hardware"] = hardware
+        if rerun:
+            body["rerun"] = True
+        # Safe to retry: the site deduplicates the same files for the same problem and pool.
+        return self.request("POST", "/api/v1/submissions/", json=body)
+
     def submission(self, submission_id: int | str) -> dict:
         return self.request("GET", f"/api/v1/submissions/{submission_id}/")
 

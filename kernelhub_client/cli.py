@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import io
 import json
+import os
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -114,10 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", metavar="POOL", help="only problems offered on this pool")
     p.add_argument("--level", type=int, choices=[1, 2, 3], help="only this KernelBench level")
 
-    p = add("submit", "submit a solution file for a problem")
-    p.add_argument("problem", metavar="PROBLEM", help="problem slug, e.g. l1-19-relu")
-    p.add_argument("file", metavar="FILE", help="solution file (KernelBench format, class ModelNew), a zipped .mlpackage "
-                   "(.zip, ANE pools), or - for stdin")
+    p = add("submit", "submit a solution file (or a CUDA Agent workdir) for a problem")
+    p.add_argument("problem", metavar="PROBLEM", help="problem slug, e.g. l1-19-relu; for a workdir, - finds the "
+                   "problem from its model.py")
+    p.add_argument("file", metavar="FILE", help="solution file (KernelBench format, class ModelNew), a CUDA Agent "
+                   "workdir (a directory, .zip or .tar.gz holding model_new.py), a zipped .mlpackage (.zip, ANE "
+                   "pools), or - for stdin")
+    p.add_argument("--rules", choices=["cuda_agent", "kernelhub"],
+                   help="rule set for a workdir (default: the site's, CUDA Agent's own)")
     p.add_argument("--hardware", metavar="POOL", help="hardware pool, e.g. cpu or h200 (default: the site's)")
     p.add_argument("--language", choices=["cpp", "cuda", "triton", "cupy", "coreml"],
                    help="default: detected from the source")
@@ -197,9 +204,14 @@ def cmd_problems(client: Client, args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_submit(client: Client, args: argparse.Namespace, out: Output) -> int:
-    source = _read_source(args.file)
-    created = client.submit(args.problem, source, language=args.language, hardware=args.hardware,
-                            rerun=args.rerun)
+    archive = _read_workdir(args.file, out)
+    if archive is not None:
+        created = client.submit_workdir(None if args.problem == "-" else args.problem, archive, rules=args.rules,
+                                        hardware=args.hardware, rerun=args.rerun)
+    else:
+        source = _read_source(args.file)
+        created = client.submit(args.problem, source, language=args.language, hardware=args.hardware,
+                                rerun=args.rerun)
     sub_id = created.get("id")
     if not isinstance(sub_id, int):
         raise ApiError(200, "bad_response", "The site accepted the submission but sent no id; is the client "
@@ -330,6 +342,65 @@ def _exit_for(data: dict) -> int:
     if data.get("status") != "done":
         return EXIT_NO_VERDICT
     return VERDICT_EXIT.get(str(data.get("verdict")), EXIT_NO_VERDICT)
+
+
+# What a packed workdir keeps: sources as text (the site builds the extension itself), never build outputs.
+WORKDIR_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp", ".txt", ".md", ".sh")
+WORKDIR_SKIPPED_DIRS = {"build", "__pycache__", ".git", ".ipynb_checkpoints"}
+
+
+def _read_workdir(name: str, out: Output) -> bytes | None:
+    """A CUDA Agent workdir as the archive to upload: a directory is zipped (sources only), a .tar.gz or .tgz is
+    sent as it is, a .zip holding model_new.py too; None for anything else (a solution file, a Core ML zip)."""
+    if name == "-":
+        return None
+    path = Path(name)
+    try:
+        if path.is_dir():
+            return _pack_directory(path, out)
+        lower = path.name.lower()
+        if lower.endswith((".tar.gz", ".tgz")):
+            return path.read_bytes()
+        if lower.endswith(".zip"):
+            data = path.read_bytes()
+            try:
+                names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+            except zipfile.BadZipFile:
+                return None
+            if any(n == "model_new.py" or n.count("/") == 1 and n.endswith("/model_new.py") for n in names):
+                return data
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {name}: {exc.strerror}") from None
+    return None
+
+
+def _pack_directory(root: Path, out: Output) -> bytes:
+    if not (root / "model_new.py").is_file():
+        raise ConfigError(f"{root} has no model_new.py: a CUDA Agent workdir holds model.py, model_new.py, "
+                          "binding.cpp, binding_registry.h and kernels/ (docs/CLIENT.md).")
+    buffer = io.BytesIO()
+    skipped: list[str] = []
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            here = Path(dirpath)
+            for d in sorted(dirnames):
+                if d in WORKDIR_SKIPPED_DIRS or d.startswith(".") or (here / d).is_symlink():
+                    dirnames.remove(d)
+                    skipped.append((here / d).relative_to(root).as_posix() + "/")
+            dirnames.sort()
+            for fname in sorted(filenames):
+                full = here / fname
+                rel = full.relative_to(root).as_posix()
+                if full.is_symlink() or fname.startswith(".") or not fname.endswith(WORKDIR_SUFFIXES):
+                    skipped.append(rel)
+                    continue
+                info = zipfile.ZipInfo(rel, date_time=(2020, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(info, full.read_bytes())
+    if skipped:
+        out.note(f"kernelhub: left out of the workdir (not sources): {', '.join(skipped[:10])}"
+                 + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""))
+    return buffer.getvalue()
 
 
 def _read_source(name: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from django.conf import settings
@@ -26,6 +28,7 @@ from apps.devices.models import Runner
 from apps.submissions import ane, selectors, services
 from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, Submission
 from apps.submissions.starters import LANGUAGE_FOR_DEVICE, starter_source
+from gpu_runner import workdir as agent_workdir
 
 ERROR_SCHEMA = inline_serializer(
     name="Error",
@@ -240,15 +243,47 @@ def _package_upload_source(package: Any, source: str) -> str:
     return ane.package_source(package.read())
 
 
+def _workdir_archive(data: dict[str, Any]) -> bytes | None:
+    """A CUDA Agent workdir archive from a multipart `workdir` part or a JSON `workdir_base64`; None if neither."""
+    upload, encoded = data.get("workdir"), (data.get("workdir_base64") or "").strip()
+    if upload is None and not encoded:
+        return None
+    if (upload is not None and encoded) or data["source"].strip() or data.get("package") is not None:
+        raise exceptions.ValidationError({"workdir": ["Send the workdir once, and no source or package with it."]})
+    limit = agent_workdir.MAX_ARCHIVE_BYTES
+    if upload is not None:
+        if upload.size > limit:
+            raise services.SubmissionError(f"The workdir archive is {upload.size:,} bytes; the limit is {limit:,}. "
+                                           "Archive the sources only.", code="too_large",
+                                           fields={"workdir": [f"At most {limit} bytes."]})
+        return bytes(upload.read(limit + 1))
+    if len(encoded) > limit * 4 // 3 + 8:
+        raise services.SubmissionError(f"The workdir archive is over the limit of {limit:,} bytes. Archive the "
+                                       "sources only.", code="too_large", fields={"workdir": [f"At most {limit} bytes."]})
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise services.SubmissionError("workdir_base64 is not valid base64: send `base64 -w0 workdir.zip`.",
+                                       code="invalid_workdir", fields={"workdir_base64": ["Not base64."]}) from None
+
+
 class SubmissionListCreateApi(APIView):
     @extend_schema_serializer(component_name="SubmissionCreate")
     class InputSerializer(serializers.Serializer):
-        problem = serializers.CharField(help_text="The problem's slug.")
+        problem = serializers.CharField(required=False, allow_blank=True, default="",
+                                        help_text="The problem's slug (for a workdir: found from its model.py when "
+                                                  "left out).")
         source = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, default="",
                                        help_text="The solution file (class ModelNew ...); on an ANE pool also "
                                                  "`base64:<zipped .mlpackage>`.")
         package = serializers.FileField(required=False, help_text="ANE pools, multipart only: the zipped "
                                         ".mlpackage as a file part, instead of `source`.")
+        workdir = serializers.FileField(required=False, help_text="Multipart only: a CUDA Agent workdir as a zip "
+                                        "or tar.gz (model.py, model_new.py, binding.cpp, kernels/...).")
+        workdir_base64 = serializers.CharField(required=False, allow_blank=True, default="",
+                                               help_text="JSON: the same workdir archive, base64-encoded.")
+        rules = serializers.CharField(required=False, allow_blank=True, default="",
+                                      help_text="For a workdir: kernelhub or cuda_agent (the default).")
         language = serializers.CharField(required=False, allow_blank=True,
                                          help_text="cpp, cuda, triton or cupy; detected when left out.")
         hardware = serializers.CharField(required=False, allow_blank=True,
@@ -303,6 +338,16 @@ class SubmissionListCreateApi(APIView):
         data = serializer.validated_data
         entrant = _acting_entrant(request, data.get("entrant") or None)
         source = data["source"]
+        archive = _workdir_archive(data)
+        if archive is not None:
+            submission, evaluation, created = services.submission_create_from_workdir(
+                entrant=entrant, archive=archive, problem_slug=data["problem"] or None,
+                rules=data["rules"] or None, hardware=data.get("hardware") or None, rerun=data["rerun"])
+            body = _submission_data(submission, request.user, latest=evaluation) | {"duplicate": not created}
+            return Response(SubmissionOutput(body).data,
+                            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        if not data["problem"]:
+            raise exceptions.ValidationError({"problem": ["This field is required (the problem's slug)."]})
         if data.get("package") is not None:
             source = _package_upload_source(data["package"], source)
         submission, evaluation, created = services.submission_create(

@@ -8,6 +8,7 @@ from django.conf import settings
 from apps.devices.models import HardwarePool
 from apps.submissions.ane import package_source, package_too_big_message
 from apps.submissions.models import Entrant, Problem, Submission
+from gpu_runner import workdir as agent_workdir
 
 SOURCE_PLACEHOLDER = (
     "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
@@ -26,6 +27,8 @@ class SubmitForm(forms.Form):
     problem = forms.ModelChoiceField(
         queryset=Problem.objects.filter(is_active=True),
         to_field_name="slug",
+        required=False,
+        help_text="For a CUDA Agent workdir, left empty, the problem whose file its model.py is.",
         error_messages={"invalid_choice": "No such problem: pick one from the list.",
                         "required": "Pick the problem your kernel solves."},
     )
@@ -49,7 +52,15 @@ class SubmitForm(forms.Form):
         help_text="A Python file defining class ModelNew (KernelBench format).",
     )
     source_file = forms.FileField(required=False, label="…or upload the .py file",
-                                  help_text="On an ANE track (…-ane), a zipped .mlpackage too.")
+                                  help_text="On an ANE track (…-ane), a zipped .mlpackage too. On a GPU or CPU "
+                                            "track, a CUDA Agent workdir as .zip or .tar.gz (model.py, "
+                                            "model_new.py, binding.cpp, kernels/).")
+    rules = forms.ChoiceField(
+        choices=[("", "CUDA Agent rules (a workdir's default)")] + [
+            (k, v) for k, v in agent_workdir.RULE_SETS.items() if k != agent_workdir.RULES_CUDA_AGENT],
+        required=False, label="Rule set (workdirs)",
+        help_text="CUDA Agent's rules allow cuBLAS for a GEMM and cuDNN for a convolution, and no other library.",
+    )
 
     def __init__(self, *args: object, entrants: list[Entrant], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -76,6 +87,20 @@ class SubmitForm(forms.Form):
         upload = data.get("source_file")
         if text.strip() and upload:
             raise forms.ValidationError("Give the source once: paste it or upload a file, not both.")
+        pool = data.get("pool")
+        is_ane = pool is not None and pool.kind == HardwarePool.KIND_ANE
+        if upload and agent_workdir.looks_like_archive_name(upload.name) and not is_ane:
+            # A CUDA Agent workdir: checked and read by the service (gpu_runner/workdir.py), never unpacked to disk.
+            if upload.size > agent_workdir.MAX_ARCHIVE_BYTES:
+                self.add_error("source_file", f"The workdir archive is {upload.size:,} bytes; the limit is "
+                                              f"{agent_workdir.MAX_ARCHIVE_BYTES:,}. Archive the sources only.")
+                return data
+            data["workdir_archive"] = upload.read(agent_workdir.MAX_ARCHIVE_BYTES + 1)
+            return data
+        if not data.get("problem"):
+            if "problem" not in self.errors:
+                self.add_error("problem", "Pick the problem your kernel solves.")
+            return data
         if upload and upload.name.lower().endswith(".zip"):
             # A zipped .mlpackage for an ANE track: stored as `base64:<zip>` (apps/submissions/ane.py).
             if upload.size > settings.MAX_PACKAGE_BYTES:
@@ -111,7 +136,8 @@ class SubmitForm(forms.Form):
 
     # SubmissionError.fields uses the API's names; the form's fields are named for people.
     _SERVICE_FIELDS = {"problem": "problem", "hardware": "pool", "pool": "pool", "language": "language",
-                       "source": "source", "entrant": "entrant"}
+                       "source": "source", "entrant": "entrant",
+                       "workdir": "source_file", "rules": "rules"}
 
     def add_service_error(self, error: Exception) -> None:
         """Show a services.SubmissionError beside the fields it names."""

@@ -40,6 +40,7 @@ from apps.submissions.models import (
     Submission,
     sha256_text,
 )
+from gpu_runner import workdir as agent_workdir
 from gpu_runner.contract import RUNNER_STAGES as JOB_STAGES
 
 logger = logging.getLogger(__name__)
@@ -371,7 +372,15 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
     if not isinstance(source, str) or not source.strip():
         raise SubmissionError("The source is empty: send the solution file's text (class ModelNew ...).",
                               fields={"source": ["Must not be empty."]})
-    if ane.is_package_source(source):
+    wd = None
+    if agent_workdir.is_bundle(source):
+        # A CUDA Agent workdir in its text form (gpu_runner/workdir.py), limited by the workdir's own limits.
+        try:
+            wd = agent_workdir.parse_bundle(source)
+        except agent_workdir.WorkdirError as e:
+            raise SubmissionError(f"The workdir is refused: {e}.", code="invalid_workdir",
+                                  fields={"workdir": [str(e)]}) from None
+    elif ane.is_package_source(source):
         # A zipped Core ML package (the ANE track), as base64: limited by its own size, weights included.
         try:
             size = ane.package_size(source)
@@ -411,7 +420,10 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
             f"Problem {problem.slug} is not offered on pool {pool.slug}; it is on: {', '.join(offered) or 'none'}.",
             code="not_offered", fields={"hardware": [f"Use one of: {', '.join(offered) or 'none'}."]},
         )
-    if language:
+    if wd is not None:
+        workdir_check_problem(wd=wd, problem=problem)
+        language = wd.language
+    elif language:
         if language not in LANGUAGES:
             raise SubmissionError(f"Unknown language {language!r}: use one of {', '.join(LANGUAGES)}.",
                                   fields={"language": [f"Use one of {', '.join(LANGUAGES)}."]})
@@ -473,6 +485,74 @@ def submission_create(*, entrant: Entrant, problem_slug: str, source: str, langu
         # Nobody watches a submission whose id nobody knows yet: no live event for its first dispatch.
         _dispatch_on_commit(evaluation, publish=False)
     return submission, evaluation, True
+
+
+def workdir_check_problem(*, wd: agent_workdir.Workdir, problem: Problem) -> None:
+    """The workdir's model.py must be the problem it is submitted for."""
+    if wd.model_py is not None and not agent_workdir.same_problem(wd.model_py, problem.source):
+        raise SubmissionError(
+            f"The workdir's model.py differs from problem {problem.slug} (version {problem.version}) on this site: "
+            "it was made for another problem, or the problem was edited. Generate it again from the problem's "
+            f"current file (GET /api/v1/problems/{problem.slug}/), or submit it for the problem it was made for.",
+            code="problem_mismatch", fields={"problem": ["The workdir's model.py is not this problem."]})
+
+
+def workdir_problem_slug(*, wd: agent_workdir.Workdir, problem_slug: str | None, hardware: str | None) -> str:
+    """The problem a workdir is for: the slug given, or the active problem whose file its model.py is."""
+    if problem_slug:
+        return problem_slug
+    if wd.model_py is None:
+        raise SubmissionError("The workdir has no model.py: say which problem it solves (`problem`, its slug).",
+                              fields={"problem": ["Required for a workdir without model.py."]})
+    found = list(Problem.objects.filter(is_active=True, content_hash=sha256_text(wd.model_py))
+                 .values_list("slug", flat=True))
+    if not found:
+        wanted = agent_workdir.normalised_hash(wd.model_py)
+        found = [slug for slug, source in Problem.objects.filter(is_active=True).values_list("slug", "source")
+                 if agent_workdir.normalised_hash(source) == wanted]
+    if len(found) > 1 and hardware:
+        found = [slug for slug in found if Problem.objects.filter(slug=slug, pools__slug=hardware).exists()] or found
+    if not found:
+        raise SubmissionError(
+            "The workdir's model.py is none of this site's problems: say which problem it solves (`problem`), "
+            "and make its model.py that problem's file (GET /api/v1/problems/ lists them).",
+            code="unknown_problem", fields={"problem": ["No problem has this model.py."]})
+    if len(found) > 1:
+        raise SubmissionError(f"The workdir's model.py is the file of several problems ({', '.join(found)}): say "
+                              "which one (`problem`).", fields={"problem": [f"One of {', '.join(found)}."]})
+    return found[0]
+
+
+def workdir_rules(*, requested: str | None, pool_slug: str | None) -> str:
+    """The rule set a workdir runs under: the pool's where settings.RULES_BY_POOL names one, else the submission's
+    choice, else CUDA Agent's own (its format, its rules). A problem's KERNELHUB["rules"] wins over both in the
+    evaluator (gpu_runner.workdir.effective_rules)."""
+    by_pool = getattr(settings, "RULES_BY_POOL", {}) or {}
+    pool_slug = pool_slug or settings.DEFAULT_HARDWARE_POOL
+    if by_pool.get(pool_slug) in agent_workdir.RULE_SETS:
+        return str(by_pool[pool_slug])
+    if requested and requested not in agent_workdir.RULE_SETS:
+        raise SubmissionError(f"Unknown rule set {requested!r}: use one of {', '.join(agent_workdir.RULE_SETS)}.",
+                              fields={"rules": [f"One of {', '.join(agent_workdir.RULE_SETS)}."]})
+    return requested or agent_workdir.RULES_CUDA_AGENT
+
+
+def submission_create_from_workdir(*, entrant: Entrant, archive: bytes | None = None,
+                                   wd: agent_workdir.Workdir | None = None, problem_slug: str | None = None,
+                                   rules: str | None = None, hardware: str | None = None, rerun: bool = False,
+                                   rate_limit: bool = True) -> tuple[Submission, Evaluation, bool]:
+    """A CUDA Agent workdir, as an archive (zip, tar.gz) or already read: checked before anything is unpacked,
+    stored as its text form, matched to its problem by slug or by its model.py."""
+    if wd is None:
+        try:
+            wd = agent_workdir.read_archive(archive or b"")
+        except agent_workdir.WorkdirError as e:
+            raise SubmissionError(f"The workdir archive is refused: {e}.", code="invalid_workdir",
+                                  fields={"workdir": [str(e)]}) from None
+    wd.rules = workdir_rules(requested=rules, pool_slug=hardware)
+    slug = workdir_problem_slug(wd=wd, problem_slug=problem_slug, hardware=hardware)
+    return submission_create(entrant=entrant, problem_slug=slug, source=wd.to_bundle(), hardware=hardware,
+                             rerun=rerun, rate_limit=rate_limit)
 
 
 def _dispatch_on_commit(evaluation: Evaluation, *, publish: bool = True) -> None:

@@ -28,6 +28,7 @@ from apps.submissions import ane, result_display, selectors, services
 from apps.submissions.forms import EntrantCreateForm, SubmitForm
 from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, Submission
 from apps.submissions.starters import LANGUAGE_FOR_DEVICE, starter_source
+from gpu_runner import workdir as agent_workdir
 
 
 def _latest_evaluations() -> Prefetch:
@@ -198,11 +199,34 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if evaluation and evaluation.started_at and evaluation.finished_at else None,
         "wait_s": (evaluation.started_at - evaluation.queued_at).total_seconds()
         if evaluation and evaluation.started_at else None,
+        **_workdir_context(submission, evaluation, can_see_source),
     }
     # The live page re-fetches only the evaluation part when a result lands (no full reload).
     if request.GET.get("partial") == "evaluation":
         return render(request, "submissions/_evaluation.html", context)
     return render(request, "submissions/submission_detail.html", context)
+
+
+def _workdir_context(submission: Submission, evaluation: Evaluation | None, can_see_source: bool) -> dict:
+    """The rule set that applied (the evaluator's word once it ran, else the submission's), CUDA Agent's own metric
+    (the profiler's summed device time, where the evaluator gives it), and a workdir's files."""
+    result = evaluation.result if evaluation is not None and isinstance(evaluation.result, dict) else {}
+    wd = None
+    if agent_workdir.is_bundle(submission.source):
+        try:
+            wd = agent_workdir.parse_bundle(submission.source)
+        except agent_workdir.WorkdirError:
+            wd = None
+    rules = result.get("rules") or (wd.rules if wd else agent_workdir.RULES_KERNELHUB)
+    kernel_time = result.get("kernel_time_us")
+    return {
+        "rule_set": agent_workdir.RULE_SETS.get(str(rules), str(rules)),
+        "rule_set_slug": rules,
+        "is_workdir": agent_workdir.is_bundle(submission.source),
+        "workdir_files": sorted(wd.files.items()) if wd is not None and can_see_source else [],
+        "kernel_time_us": kernel_time if isinstance(kernel_time, int | float) and not isinstance(kernel_time, bool)
+        else None,
+    }
 
 
 def _timing_rows(result: dict) -> list[dict]:
@@ -227,13 +251,20 @@ def submit(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             try:
                 entrant = form.cleaned_data.get("entrant") or _personal_entrant(request)
-                submission, _evaluation, created = services.submission_create(
-                    entrant=entrant,
-                    problem_slug=form.cleaned_data["problem"].slug,
-                    source=form.cleaned_data["source_text"],
-                    language=form.cleaned_data["language"] or None,
-                    hardware=form.cleaned_data["pool"].slug,
-                )
+                if "workdir_archive" in form.cleaned_data:
+                    problem = form.cleaned_data.get("problem")
+                    submission, _evaluation, created = services.submission_create_from_workdir(
+                        entrant=entrant, archive=form.cleaned_data["workdir_archive"],
+                        problem_slug=problem.slug if problem else None, rules=form.cleaned_data["rules"] or None,
+                        hardware=form.cleaned_data["pool"].slug)
+                else:
+                    submission, _evaluation, created = services.submission_create(
+                        entrant=entrant,
+                        problem_slug=form.cleaned_data["problem"].slug,
+                        source=form.cleaned_data["source_text"],
+                        language=form.cleaned_data["language"] or None,
+                        hardware=form.cleaned_data["pool"].slug,
+                    )
             except services.SubmissionError as e:
                 form.add_service_error(e)
             else:

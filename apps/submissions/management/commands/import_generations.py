@@ -13,6 +13,10 @@ A file's problem is read from its path; the layouts understood, tried in this or
   4. l1-19.py, l1-19_sample3.py              l<level>-<number>, anything after it
 
 A level and number resolve to the imported KernelBench problem l<level>-<number>-<name> (import_kernelbench).
+
+CUDA Agent's work directories (a folder holding model_new.py, or a .zip / .tar.gz of one) are submitted whole
+(gpu_runner/workdir.py): the folder's or archive's name gives the problem by the same layouts
+(level1/19_ReLU/, l1-19-relu.zip), and otherwise its model.py, which must be the problem's file anyway.
 Every sample is submitted (an identical source is a duplicate, not a second evaluation); the rate limit is not
 applied, since an operator is asking for this batch on purpose. --dry-run checks everything and writes nothing.
 """
@@ -26,7 +30,8 @@ from django.db.models import Q
 
 from apps.devices.models import HardwarePool
 from apps.submissions.models import Entrant, Problem, sha256_text
-from apps.submissions.services import SubmissionError, submission_create
+from apps.submissions.services import SubmissionError, submission_create, submission_create_from_workdir
+from gpu_runner import workdir as agent_workdir
 
 KERNELBENCH_NAME_RE = re.compile(r"^level_?(?P<level>\d+)_problem_?(?P<number>\d+)(?![0-9])", re.IGNORECASE)
 LEVEL_DIR_RE = re.compile(r"^level_?(?P<level>\d+)$", re.IGNORECASE)
@@ -96,14 +101,25 @@ class Command(BaseCommand):
         if hardware and not HardwarePool.objects.filter(slug=hardware, is_active=True).exists():
             active = ", ".join(HardwarePool.objects.filter(is_active=True).values_list("slug", flat=True))
             raise CommandError(f"No active hardware pool {hardware!r}; active pools: {active or 'none'}.")
-        files = sorted(p for p in root.rglob("*.py")
-                       if p.name != "__init__.py" and not any(part.startswith(".") for part in
-                                                              p.relative_to(root).parts))
-        ignored = sum(1 for p in root.rglob("*") if p.is_file() and p.suffix != ".py")
-        if not files:
-            raise CommandError(f"No .py files under {root}.")
+        visible = [p for p in root.rglob("*") if not any(part.startswith(".") for part in p.relative_to(root).parts)]
+        workdirs = sorted(p.parent for p in visible if p.name == "model_new.py" and p.is_file())
+        workdirs = [w for w in workdirs if not any(o != w and o in w.parents for o in workdirs)]
+
+        def in_workdir(p: Path) -> bool:
+            return any(w == p.parent or w in p.parents for w in workdirs)
+
+        archives = sorted(p for p in visible if p.is_file() and agent_workdir.looks_like_archive_name(p.name)
+                          and not in_workdir(p))
+        files = sorted(p for p in visible if p.suffix == ".py" and p.is_file() and p.name != "__init__.py"
+                       and not in_workdir(p))
+        ignored = sum(1 for p in visible if p.is_file() and p.suffix != ".py" and not in_workdir(p)
+                      and p not in archives)
+        if not files and not workdirs and not archives:
+            raise CommandError(f"No .py files or CUDA Agent workdirs under {root}.")
         counts = {"submitted": 0, "duplicate": 0, "unknown problem": 0, "error": 0}
         verb = "would submit" if dry_run else "submitted"
+        for item in workdirs + archives:
+            self._workdir(root, item, who, hardware, dry_run, counts, verb)
         dry_run_seen: dict[tuple[int, str], Path] = {}  # a dry run writes nothing, so it remembers its own
         for file in files:
             rel = file.relative_to(root)
@@ -151,4 +167,46 @@ class Command(BaseCommand):
             summary = summary.replace("submitted", "to submit") + " (dry run: nothing was written)"
         if ignored:
             summary += f"; {ignored} non-Python file(s) ignored"
-        self.stdout.write(f"{who.name}: {len(files)} file(s): {summary}")
+        found = f"{len(files)} file(s)" + (f", {len(workdirs) + len(archives)} workdir(s)"
+                                           if workdirs or archives else "")
+        self.stdout.write(f"{who.name}: {found}: {summary}")
+
+    def _workdir(self, root: Path, item: Path, who: Entrant, hardware: str | None, dry_run: bool,
+                 counts: dict[str, int], verb: str) -> None:
+        """One CUDA Agent workdir (a folder or an archive): its problem from its name, else from its model.py."""
+        rel = item.relative_to(root) if item != root else Path(root.name)
+        name = rel.name
+        for suffix in (".tar.gz", ".tgz", ".zip", ".tar"):
+            if name.lower().endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        problem, _ = problem_for_path(rel.parent / f"{name}.py")
+        try:
+            wd = agent_workdir.read_path(item)
+        except agent_workdir.WorkdirError as exc:
+            counts["error"] += 1
+            self.stdout.write(f"error            {rel}: the workdir is refused: {exc}")
+            return
+        try:
+            with transaction.atomic():
+                submission, evaluation, created = submission_create_from_workdir(
+                    entrant=who, wd=wd, problem_slug=problem.slug if problem else None, hardware=hardware,
+                    rate_limit=False)
+                if dry_run:
+                    raise Rollback
+        except Rollback:
+            counts["submitted"] += 1
+            self.stdout.write(f"{verb:<17}{rel} (workdir)")
+            return
+        except SubmissionError as exc:
+            counts["unknown problem" if exc.code == "unknown_problem" else "error"] += 1
+            self.stdout.write(f"error            {rel}: {exc.message}")
+            return
+        where = f"{submission.problem.slug} on {submission.pool.slug}"
+        if created:
+            counts["submitted"] += 1
+            self.stdout.write(f"{verb:<17}{rel} (workdir) -> {where} #{submission.pk}")
+        else:
+            counts["duplicate"] += 1
+            self.stdout.write(f"duplicate        {rel} (workdir) -> {where}: same files as #{submission.pk} "
+                              f"(evaluation {evaluation.pk}, {evaluation.status})")
