@@ -100,6 +100,19 @@ def sum_lanes(x: torch.Tensor, lanes: int) -> torch.Tensor:
     return acc[:, 0]
 
 
+def cumsum_sequential(x: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(np.add.accumulate(x.numpy(), axis=1, dtype=np.float32))
+
+
+def cumsum_blocked(x: torch.Tensor) -> torch.Tensor:
+    """A GPU-style scan: 32 blocks per row scanned on their own, then each block's offset added."""
+    rows, cols = x.shape
+    local = torch.from_numpy(np.add.accumulate(x.reshape(rows, 32, cols // 32).numpy(), axis=2, dtype=np.float32))
+    offsets = torch.from_numpy(np.add.accumulate(local[:, :, -1].numpy(), axis=1, dtype=np.float32))
+    offsets = torch.cat([torch.zeros(rows, 1), offsets[:, :-1]], 1)
+    return (local + offsets[:, :, None]).reshape(rows, cols)
+
+
 def softmax_manual(x: torch.Tensor) -> torch.Tensor:
     m = x.max(dim=1, keepdim=True).values
     e = torch.exp(x - m)
@@ -151,6 +164,10 @@ def cases(quick: bool):  # type: ignore[no-untyped-def]
                 "numpy pairwise": lambda x: torch.from_numpy(x.numpy().sum(axis=1)),
             }
             yield (f"row sum {rows}x{n} {dist}", (x,), lambda x: x.sum(dim=1), honest, True)
+    for cols in (2048, 8192):
+        x = torch.rand(256, cols) * 2 - 1
+        yield (f"cumsum rows 256x{cols}", (x,), lambda x: x.cumsum(dim=1),
+               {"sequential": cumsum_sequential, "32 blocks, offsets added": cumsum_blocked}, True)
     x = torch.randn(256, 4096) * 3
     yield ("softmax rows 256x4096", (x,), lambda x: torch.softmax(x, dim=1),
            {"max, exp, sequential sum, reciprocal": softmax_manual}, True)
