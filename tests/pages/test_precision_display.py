@@ -30,6 +30,11 @@ def test_it_shows_the_precision_figures_of_an_evaluation(client, alice_submissio
     assert "float32 reference's own: 1.2e-07 (758x)" in card
     assert "Bound: 5.7e-06, <strong>over it</strong>" in card
     assert "over 5 trials" in card
+    # And among the correctness checks of "How this was checked".
+    checked = html[html.index('data-section="correctness"'):]
+    checked = checked[: checked.index("</section>")]
+    assert "<tr><th>Precision required</th><td>fp32</td></tr>" in checked
+    assert "<tr><th>Error against float64</th><td>9.1e-05</td></tr>" in checked
 
     figures.update({"error_vs_fp64": 2.0e-07, "of_bound": 0.035})
     Evaluation.objects.filter(submission=alice_submission).update(
