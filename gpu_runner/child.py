@@ -523,7 +523,7 @@ class Harness:
         return {"problems": problems, "structure": structure, "input_bytes": input_bytes,
                 "output_bytes": output_bytes, "perturbable": perturbable, "changed_inputs": changed, **fp64}
 
-    def _float64_copy(self):  # type: ignore[no-untyped-def]
+    def _float64_copy(self) -> Any:
         """A float64 copy of the reference model (its floating parameters and buffers), or the reason there is none."""
         import copy
 
@@ -538,7 +538,7 @@ class Harness:
         if self.device == "cuda":
             self.torch.cuda.empty_cache()
 
-    def _float64_outputs(self, model64, inputs: list, tensors32: list, structure: str, msg: dict) -> dict:  # type: ignore[no-untyped-def]
+    def _float64_outputs(self, model64, inputs: list, tensors32: list, structure: str, msg: dict) -> dict:
         """The trusted reference run again in float64 on the same inputs (as they were before the call), its
         outputs saved beside the float32 ones: {"fp64": True} or {"fp64": False, "fp64_note": why not}.
         Only for float32 outputs (None in the list elsewhere); for an output over precision.SAMPLE_ABOVE
@@ -592,7 +592,7 @@ class Harness:
         finally:
             self._release()
 
-    def _float64_memory_note(self, model64, inputs: list, tensors32: list) -> str:  # type: ignore[no-untyped-def]
+    def _float64_memory_note(self, model64, inputs: list, tensors32: list) -> str:
         """Why the float64 run should not be tried here for lack of memory ("" when it may be): it needs float64
         copies of the inputs and outputs, and room for intermediates (counted as the outputs twice more)."""
         torch = self.torch

@@ -150,7 +150,7 @@ class Check:
 
     def outcome(self) -> Outcome | None:
         """None where no float32 output was checked (the rule does not apply)."""
-        per_output = []
+        per_output: list[dict[str, Any]] = []
         for j, acc in enumerate(self.sums):
             if not acc.seen or acc.truth_sq == 0.0:
                 # Zero in float64 (or nothing finite): the ordinary atol judges it; a relative rule has no scale.

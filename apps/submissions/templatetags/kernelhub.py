@@ -230,9 +230,10 @@ def precision_figures(result: object) -> dict[str, object] | None:
     shown: dict[str, object] = {"level": level, "label": PRECISION_TEXT.get(level, (level, ""))[0],
                                 "checked": bool(figures.get("checked")), "note": figures.get("note") or ""}
     if shown["checked"]:
-        err, ref, bound = (figures.get(k) for k in ("error_vs_fp64", "reference_error_vs_fp64", "bound"))
-        if not all(isinstance(v, int | float) for v in (err, ref, bound)):
+        values = [figures.get(k) for k in ("error_vs_fp64", "reference_error_vs_fp64", "bound")]
+        if not all(isinstance(v, int | float) for v in values):
             return None
+        err, ref, bound = (float(v) for v in values)  # type: ignore[arg-type]
         shown.update({"error": f"{err:.2g}", "reference_error": f"{ref:.2g}", "bound": f"{bound:.2g}",
                       "ratio": f"{err / ref:.3g}x" if ref else "–", "within": err <= bound,
                       "of_bound": f"{err / bound:.2g}" if bound else "–",
