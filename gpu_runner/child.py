@@ -494,15 +494,24 @@ class Harness:
         if msg.get("rng_seed") is not None:
             # A second run of the reference from another random state: a forward that draws random numbers differs.
             self.manual_seed(int(msg["rng_seed"]))
+        # The float64 run (gpu_runner/precision.py) starts from the model as it was before this call.
+        wants_fp64 = self.role == "eager" and msg.get("fp64_file") is not None
+        model64 = self._float64_copy() if wants_fp64 else None
         out = self._call(inputs)
         self._sync()
         changed = self._changed_inputs(inputs, before)
-        del before
         tensors, problems, structure = self._flatten(out, inputs)
         input_bytes = sum(x.numel() * x.element_size() for x in inputs if self.isinstance(x, self.torch.Tensor))
         output_bytes = sum(t.numel() * t.element_size() for t in tensors)
         if not problems:
             self._save(tensors, msg["file"])
+        fp64: dict = {}
+        if wants_fp64:
+            # The inputs as they were before the call (a forward may change them in place).
+            original = [x if b is None else b for x, b in zip(inputs, before, strict=True)]
+            fp64 = self._float64_outputs(model64, original, tensors, structure, msg)
+            del original
+        del before, model64
         if self.role != "solution":
             # The null call's output (op_null_call): the same tensors, shapes, dtypes and strides as a real call's.
             self.null_template = out
@@ -512,7 +521,98 @@ class Harness:
                        if self.isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.is_contiguous()
                        and x.numel() >= 2]
         return {"problems": problems, "structure": structure, "input_bytes": input_bytes,
-                "output_bytes": output_bytes, "perturbable": perturbable, "changed_inputs": changed}
+                "output_bytes": output_bytes, "perturbable": perturbable, "changed_inputs": changed, **fp64}
+
+    def _float64_copy(self) -> Any:
+        """A float64 copy of the reference model (its floating parameters and buffers), or the reason there is none."""
+        import copy
+
+        try:
+            return copy.deepcopy(self.model).double()
+        except Exception as e:  # noqa: BLE001 - out of memory, or a module that cannot be copied: no precision check
+            self._release()
+            return f"the model could not be copied to float64 ({self.type(e).__name__}: {str(e)[:200]})"
+
+    def _release(self) -> None:
+        self.gc_collect()
+        if self.device == "cuda":
+            self.torch.cuda.empty_cache()
+
+    def _float64_outputs(self, model64, inputs: list, tensors32: list, structure: str, msg: dict) -> dict:
+        """The trusted reference run again in float64 on the same inputs (as they were before the call), its
+        outputs saved beside the float32 ones: {"fp64": True} or {"fp64": False, "fp64_note": why not}.
+        Only for float32 outputs (None in the list elsewhere); for an output over precision.SAMPLE_ABOVE
+        elements only the values at precision.sample_index's positions. Never fails the trial: no memory, an op
+        without a float64 kernel or a model that casts back to float32 leave the problem without the check."""
+        torch = self.torch
+        from gpu_runner import precision
+
+        if self.isinstance(model64, str):
+            return {"fp64": False, "fp64_note": model64}
+        if not any(t.dtype == torch.float32 for t in tensors32):
+            return {"fp64": False, "fp64_note": "no float32 output"}
+        note = self._float64_memory_note(model64, inputs, tensors32)
+        if note:
+            return {"fp64": False, "fp64_note": note}
+        default_dtype = torch.get_default_dtype()
+        try:
+            wide = [x.detach().to(torch.complex128 if x.is_complex() else torch.float64)
+                    if self.isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()) else x
+                    for x in inputs]
+            # Tensors the forward makes itself (torch.zeros, torch.arange(..., dtype=float)) in float64 too.
+            torch.set_default_dtype(torch.float64)
+            try:
+                with self.no_grad():
+                    out64 = model64(*wide)
+                self._sync()
+            finally:
+                torch.set_default_dtype(default_dtype)
+            tensors64, _, structure64 = self._flatten(out64, wide)
+            if structure64 != structure or len(tensors64) != len(tensors32):
+                return {"fp64": False, "fp64_note": f"the float64 run returned {structure64}, not {structure}"}
+            seed = int(msg.get("sample_seed", 0))
+            saved: list = []
+            for j, (t32, t64) in enumerate(zip(tensors32, tensors64, strict=True)):
+                if t32.dtype != torch.float32:
+                    saved.append(None)
+                    continue
+                if t64.dtype != torch.float64 or tuple(t64.shape) != tuple(t32.shape):
+                    return {"fp64": False, "fp64_note": f"output {j} of the float64 run is {t64.dtype} "
+                                                        f"{tuple(t64.shape)}: the model does not follow its "
+                                                        "parameters' and inputs' dtype"}
+                index = precision.sample_index(t64.numel(), seed + j)
+                saved.append(precision.sampled(t64, index).detach().cpu().clone() if index is not None
+                             else t64.detach().cpu().contiguous())
+            del out64, tensors64, wide
+            self.save(saved, msg["fp64_file"])
+            return {"fp64": True}
+        except Exception as e:  # noqa: BLE001 - no float64 kernel, no memory: the check is skipped, said so
+            return {"fp64": False, "fp64_note": f"the reference failed in float64 ({self.type(e).__name__}: "
+                                                f"{str(e).strip().splitlines()[0][:200] if str(e).strip() else ''})"}
+        finally:
+            self._release()
+
+    def _float64_memory_note(self, model64, inputs: list, tensors32: list) -> str:
+        """Why the float64 run should not be tried here for lack of memory ("" when it may be): it needs float64
+        copies of the inputs and outputs, and room for intermediates (counted as the outputs twice more)."""
+        torch = self.torch
+        need = sum(2 * x.numel() * 8 for x in inputs if self.isinstance(x, torch.Tensor) and x.is_floating_point())
+        need += sum(4 * t.numel() * 8 for t in tensors32 if t.is_floating_point())
+        if self.device == "cuda":
+            free, _ = torch.cuda.mem_get_info()
+            free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        else:
+            import resource
+
+            limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+            if limit == resource.RLIM_INFINITY:
+                return ""
+            with open("/proc/self/statm") as f:
+                free = limit - int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        if need > free:
+            return (f"not enough {'device ' if self.device == 'cuda' else ''}memory for the float64 run "
+                    f"(about {need / 2**30:.1f} GiB needed, {max(free, 0) / 2**30:.1f} GiB free)")
+        return ""
 
     def _perturb(self, k: int, change) -> None:  # type: ignore[no-untyped-def]
         """Copy one element of input j of set k over another: a new input, same distribution of values; or, for

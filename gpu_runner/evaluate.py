@@ -35,6 +35,7 @@ from gpu_runner import (
     formats,
     gpulock,
     limits,
+    precision,
     sandbox,
     sysinfo,
     timing,
@@ -511,7 +512,8 @@ class _Run:
             if self.pool is not None:
                 # Whatever the trials set on this run (expected outputs, structure, sizes, ...), kept read-only.
                 found = {name: value for name, value in vars(self).items() if name not in before}
-                nbytes = sum(t.numel() * t.element_size() for ts in self.expected for t in ts if t is not None)
+                nbytes = sum(t.numel() * t.element_size() for ts in self.expected + self.ground_truth if ts
+                             for t in ts if t is not None)
                 self.pool.references.put(cache_key, found, nbytes)
 
     def _timed_reference_sets(self) -> None:
@@ -521,12 +523,24 @@ class _Run:
 
     def _reference_trials(self, ref: Session) -> None:
         self.expected: list[list[Any]] = []
+        # The float64 run of each trial (precision.py), None where it could not be done, and why.
+        self.ground_truth: list[list[Any] | None] = []
+        self.fp64_notes: list[str] = []
+        # Where large outputs are sampled for the precision rule: a seed the solution cannot know.
+        self.sample_seeds = [random.SystemRandom().randrange(1 << 31) for _ in self.trial_seeds]
         self.ref_changes_inputs = False
         for i, s in enumerate(self.trial_seeds):
-            reply = self._trusted(ref, "trial", seed=s, file=f"ref_trial_{i}.pt")
+            reply = self._trusted(ref, "trial", seed=s, file=f"ref_trial_{i}.pt", fp64_file=f"ref64_trial_{i}.pt",
+                                  sample_seed=self.sample_seeds[i])
             if reply["problems"]:
                 raise EvaluatorError(f"the problem's Model output is unusable: {'; '.join(reply['problems'])}")
             self.expected.append(ref.tensors(f"ref_trial_{i}.pt"))
+            if reply.get("fp64"):
+                self.ground_truth.append(ref.tensors(f"ref64_trial_{i}.pt"))
+                (ref.workdir / f"ref64_trial_{i}.pt").unlink(missing_ok=True)
+            else:
+                self.ground_truth.append(None)
+                self.fp64_notes.append(str(reply.get("fp64_note") or "no float64 run"))
             self.structure = reply["structure"]
             self.ref_changes_inputs |= bool(reply.get("changed_inputs"))
             unusable = correctness.reference_problems(self.expected[-1], self.meta, self.device)
@@ -593,6 +607,7 @@ class _Run:
             raise Verdict("rejected", f"rule {rule} broken, {where}: {text}", rule)
 
     def _trials(self, sol: Session) -> None:
+        check = precision.Check(self.meta)
         for i, s in enumerate(self.trial_seeds):
             where = f"trial {i + 1} of {len(self.trial_seeds)} (seed {s})"
             reply = self._untrusted(sol, "trial", where, seed=s, file=f"trial_{i}.pt",
@@ -603,6 +618,8 @@ class _Run:
                                               f"is {self.structure}")
             got = self._read(sol, f"trial_{i}.pt", where)
             self._compare(self.expected[i], got, where)
+            check.add(self.expected[i], self.ground_truth[i], got, self.sample_seeds[i])
+            del got
             changed = reply.get("changed_inputs")
             if changed and not self.ref_changes_inputs:
                 # Timed calls reuse their input sets, so the next call would see changed inputs. (Copies for every
@@ -611,7 +628,24 @@ class _Run:
                 raise Verdict("rejected", f"rule input_changed broken, {where}: forward changed input(s) "
                               f"{changed} in place, which the reference leaves unchanged; write the results to new "
                               "tensors and leave the inputs as they were", "input_changed")
+        self._precision(check)
         self.trials_passed = True
+
+    def _precision(self, check: precision.Check) -> None:
+        """The precision rule (precision.py), on the trials that had a float64 run; its figures in the result."""
+        outcome = check.outcome()
+        checked = sum(t is not None for t in self.ground_truth)
+        if outcome is None:
+            notes = sorted(set(self.fp64_notes)) or ["no float32 output"]
+            self.result["checks"]["precision"] = {"rule": check.level, "checked": False,
+                                                  "note": "; ".join(notes)[:500]}
+            return
+        figures = {**outcome.figures, "checked": True, "trials": checked}
+        if self.fp64_notes:
+            figures["note"] = f"{len(self.fp64_notes)} trial(s) without a float64 run: {self.fp64_notes[0][:300]}"
+        self.result["checks"]["precision"] = figures
+        if not outcome.ok:
+            raise Verdict("wrong_answer", f"trials: {outcome.message}", precision.RULE)
 
     def _read(self, sol: Session, name: Any, where: str) -> list[Any]:
         try:

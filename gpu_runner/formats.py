@@ -18,6 +18,7 @@ _META_TYPES: dict[str, tuple[type, ...]] = {
     "rtol": (int, float),
     "allow_torch": (list, tuple),
     "perturb_timed_inputs": (bool,),
+    "precision": (str,),
 }
 
 
@@ -73,6 +74,13 @@ def problem_metadata(problem_source: str) -> dict[str, Any]:
     for key in ("atol", "rtol"):
         if key in meta and not (0 < float(meta[key]) < 1):
             raise FormatError(f"KERNELHUB[{key!r}] must be between 0 and 1")
+    if "precision" in meta:
+        from gpu_runner import precision  # imports torch: only for a problem that sets the key
+
+        try:
+            precision.level_for(meta)
+        except precision.PrecisionSpecError as e:
+            raise FormatError(str(e)) from None
     return meta
 
 

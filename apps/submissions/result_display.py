@@ -204,6 +204,13 @@ def build_rows(builds: list[Any]) -> list[tuple[str, str]]:
     return rows
 
 
+PRECISION_LABELS = {
+    "rule": "Precision required", "checked": "Precision checked against float64",
+    "error_vs_fp64": "Error against float64", "reference_error_vs_fp64": "PyTorch float32's own error against float64",
+    "bound": "Bound on the error against float64", "of_bound": "Share of that bound", "note": "Precision note",
+}
+
+
 def checked_sections(result: dict[str, Any]) -> list[dict[str, Any]]:
     """[{title, rows}] for "How this was checked", in the order a reader asks: was it right, was the clock
     honest, how was it built and run, what isolated it."""
@@ -218,6 +225,9 @@ def checked_sections(result: dict[str, Any]) -> list[dict[str, Any]]:
     correctness = [(label(k), value_text(k, checks.pop(k))) for k in
                    ("max_abs_err", "max_rel_fro_err", "trials", "timed_calls_checked", "timing_input_sets",
                     "input_bytes", "output_bytes", "prescreen", "integrity") if k in checks]
+    if isinstance(checks.get("precision"), dict):  # the precision rule's figures (docs/EVALUATOR.md)
+        figures = checks.pop("precision")
+        correctness.extend((name, value_text(k, figures[k])) for k, name in PRECISION_LABELS.items() if k in figures)
     add("Correctness", correctness, "correctness")
 
     timing: list[tuple[str, str]] = []

@@ -179,3 +179,63 @@ def stage_progress(evaluation: object) -> dict:
             getattr(evaluation, "status", ""), getattr(evaluation, "stage", ""), getattr(evaluation, "verdict", "")
         )
     }
+
+
+# What KERNELHUB["precision"] lets a float32 problem's solution compute in (gpu_runner/precision.py).
+PRECISION_TEXT = {
+    "fp32": ("float32", "Float32 outputs are checked against a float64 run of the reference: compute in float32 "
+                        "(no TF32, float16 or bfloat16 inputs or arithmetic)."),
+    "tf32": ("TF32 allowed", "Float32 outputs may carry TF32-class error (10-bit significands in the products); "
+                             "not float16 or bfloat16."),
+    "fp16": ("float16 allowed", "Float32 outputs may carry float16-class error; not bfloat16."),
+    "bf16": ("bfloat16 allowed", "Float32 outputs may carry bfloat16-class error."),
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _declared_precision(source: str) -> str | None:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "KERNELHUB" for t in node.targets):
+            try:
+                meta = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            value = meta.get("precision") if isinstance(meta, dict) else None
+            return value if isinstance(value, str) else None
+    return None
+
+
+@register.filter
+def problem_precision(source: str) -> dict[str, str]:
+    """The precision a problem's float32 outputs must keep, for its page: {"level", "label", "help"}."""
+    level = _declared_precision(source or "") or "fp32"
+    label, help_text = PRECISION_TEXT.get(level, (level, "An unknown precision: the evaluator refuses this problem."))
+    return {"level": level, "label": label, "help": help_text}
+
+
+@register.filter
+def precision_figures(result: object) -> dict[str, object] | None:
+    """The evaluator's precision check of one evaluation (result["checks"]["precision"]), for people."""
+    checks = result.get("checks") if isinstance(result, dict) else None
+    figures = checks.get("precision") if isinstance(checks, dict) else None
+    if not isinstance(figures, dict):
+        return None
+    level = str(figures.get("rule", ""))
+    shown: dict[str, object] = {"level": level, "label": PRECISION_TEXT.get(level, (level, ""))[0],
+                                "checked": bool(figures.get("checked")), "note": figures.get("note") or ""}
+    if shown["checked"]:
+        values = [figures.get(k) for k in ("error_vs_fp64", "reference_error_vs_fp64", "bound")]
+        if not all(isinstance(v, int | float) for v in values):
+            return None
+        err, ref, bound = (float(v) for v in values)  # type: ignore[arg-type]
+        shown.update({"error": f"{err:.2g}", "reference_error": f"{ref:.2g}", "bound": f"{bound:.2g}",
+                      "ratio": f"{err / ref:.3g}x" if ref else "–", "within": err <= bound,
+                      "of_bound": f"{err / bound:.2g}" if bound else "–",
+                      "sampled": bool(figures.get("sampled")), "trials": figures.get("trials")})
+    return shown
