@@ -77,6 +77,78 @@ def gpu_snapshot() -> dict[str, Any]:
     return out
 
 
+# Per GPU (NVML's index): the timestamp of the last utilization sample read, so that each reading covers the time
+# since the one before. Only `serve`'s heartbeat loop reads it (one thread).
+_busy_last_seen: dict[int, int] = {}
+
+
+def _sample_value(nv: Any, value_type: int, sample: Any) -> float:
+    field = {nv.NVML_VALUE_TYPE_DOUBLE: "dVal", nv.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
+             nv.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal", nv.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
+             nv.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal"}.get(value_type)
+    if field is None:
+        raise ValueError(f"NVML gave utilization samples of value type {value_type}")
+    return float(getattr(sample.sampleValue, field))
+
+
+def gpu_busy(index: int | None = None) -> dict[str, Any] | None:
+    """How busy the GPU was since the previous call for it: the fraction of the time that a kernel ran on it.
+
+    From the driver's own utilization samples (nvmlDeviceGetSamples, NVML_GPU_UTILIZATION_SAMPLES): each is the
+    percentage of its sample period (1/6 s to 1 s, by product) during which one or more kernels ran; their mean,
+    weighted by their periods, over every sample newer than the last one read. The first call reads what the driver
+    still buffers. `busy_window_s` is the time those samples cover: shorter than the interval between two calls
+    when the driver's buffer held less, never stretched to it. None without NVML or without that GPU (a CPU
+    host); `busy_fraction` None, with `busy_error`, when the driver gives no sample (never a made-up number).
+    `index`: NVML's (physical) index; by default the GPU that CUDA_VISIBLE_DEVICES shows first.
+    """
+    nv = _nvml()
+    if nv is None:
+        return None
+    index = _visible_index() if index is None else index
+    try:
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+    except Exception:  # noqa: BLE001 - no such GPU
+        return None
+    last_seen = _busy_last_seen.get(index, 0)
+    try:
+        value_type, samples = nv.nvmlDeviceGetSamples(handle, nv.NVML_GPU_UTILIZATION_SAMPLES, last_seen)
+        points = sorted((int(s.timeStamp), _sample_value(nv, value_type, s)) for s in samples
+                        if int(s.timeStamp) > last_seen)
+    except Exception as e:  # noqa: BLE001 - NVML_ERROR_NOT_FOUND (no sample since last_seen), NOT_SUPPORTED ...
+        return {"busy_fraction": None, "busy_window_s": None, "busy_samples": 0,
+                "busy_error": str(e) or type(e).__name__}
+    if points:
+        _busy_last_seen[index] = points[-1][0]
+    return busy_from_samples(points, last_seen=last_seen)
+
+
+def busy_from_samples(points: list[tuple[int, float]], *, last_seen: int = 0) -> dict[str, Any]:
+    """The busy fraction from utilization samples (timestamp in microseconds, percent), in time order, all newer
+    than `last_seen` (0: none read before). Each sample covers the time since the one before it; the first, the
+    time since `last_seen` when that is no longer than two typical periods (else samples were dropped from the
+    driver's buffer, and it gets a typical period: the window then says how much time the samples cover)."""
+    if not points:
+        return {"busy_fraction": None, "busy_window_s": None, "busy_samples": 0,
+                "busy_error": "no utilization sample since the last reading"}
+    if any(not 0 <= value <= 100 for _t, value in points):
+        return {"busy_fraction": None, "busy_window_s": None, "busy_samples": len(points),
+                "busy_error": "a utilization sample outside 0-100%"}
+    gaps = [b[0] - a[0] for a, b in zip(points, points[1:], strict=False)]
+    positive = sorted(g for g in gaps if g > 0)
+    typical = positive[len(positive) // 2] if positive else 0
+    first = points[0][0] - last_seen if last_seen else 0
+    if typical and not 0 < first <= 2 * typical:
+        first = typical
+    periods = [first, *gaps]
+    total = sum(periods)
+    if total <= 0:  # one sample, nothing to size its period by: its own value, over an unknown window
+        return {"busy_fraction": round(points[0][1] / 100.0, 4), "busy_window_s": None, "busy_samples": 1}
+    mean = sum(value * period for (_t, value), period in zip(points, periods, strict=True)) / total
+    return {"busy_fraction": round(mean / 100.0, 4), "busy_window_s": round(total / 1e6, 3),
+            "busy_samples": len(points)}
+
+
 def cpu_snapshot() -> dict[str, Any]:
     name = platform.processor() or platform.machine()
     try:

@@ -242,7 +242,10 @@ def _cuda_version(value: int) -> str:
 
 
 def gpu_telemetry() -> list[dict[str, Any]]:
-    """A short NVML reading per GPU for the heartbeat (the evaluator records its own at timing)."""
+    """A short NVML reading per GPU for the heartbeat (the evaluator records its own at timing); `busy_fraction`
+    covers the time since the previous call."""
+    from gpu_runner import sysinfo
+
     try:
         import pynvml
 
@@ -281,6 +284,9 @@ def gpu_telemetry() -> list[dict[str, Any]]:
                 reading[key] = value.decode() if isinstance(value, bytes) else value
             except Exception:  # noqa: BLE001 - see above
                 pass
+        # The fraction of the time since the last reading that the GPU ran kernels (sysinfo.gpu_busy: NVML's
+        # utilization samples over the interval, not one instant).
+        reading.update(sysinfo.gpu_busy(index) or {})
         readings.append(reading)
     return readings
 

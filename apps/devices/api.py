@@ -49,7 +49,30 @@ class RunnerHeartbeatApi(APIView):
         host_info = serializers.DictField(required=False, default=dict,
                                           help_text="Host name, OS, CPU, driver and library versions.")
         telemetry = serializers.DictField(required=False, default=dict,
-                                          help_text="NVML readings per GPU, worker states.")
+                                          help_text="NVML readings per GPU (`gpus`: a list, each with its "
+                                                    "`index` and, measured over the heartbeat interval, "
+                                                    "`busy_fraction` from 0 to 1 or null and `busy_window_s`), "
+                                                    "worker states.")
+
+        def validate_telemetry(self, telemetry: dict) -> dict:
+            gpus = telemetry.get("gpus", [])
+            if not isinstance(gpus, list):
+                raise serializers.ValidationError("`gpus` must be a list of readings, one per GPU.")
+            for i, gpu in enumerate(gpus):
+                if not isinstance(gpu, dict):
+                    continue
+                fraction, window = gpu.get("busy_fraction"), gpu.get("busy_window_s")
+                if fraction is not None and (isinstance(fraction, bool) or not isinstance(fraction, int | float)
+                                             or not 0 <= fraction <= 1):
+                    raise serializers.ValidationError(
+                        f"gpus[{i}].busy_fraction must be a number from 0 to 1 (the fraction of the interval the "
+                        f"GPU ran kernels) or null where it was not measured, not {fraction!r}.")
+                if window is not None and (isinstance(window, bool) or not isinstance(window, int | float)
+                                           or window < 0):
+                    raise serializers.ValidationError(
+                        f"gpus[{i}].busy_window_s must be the seconds the reading covers (0 or more) or null, "
+                        f"not {window!r}.")
+            return telemetry
 
     @extend_schema_serializer(component_name="RunnerHeartbeatAnswer")
     class OutputSerializer(serializers.Serializer):

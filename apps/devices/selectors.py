@@ -51,6 +51,35 @@ def telemetry_summary(telemetry: dict[str, Any]) -> str:
     return "; ".join(parts) or "no telemetry"
 
 
+def gpu_busy(*, runner: Runner) -> list[dict[str, Any]]:
+    """Per GPU of a GPU runner, from its last heartbeat: the fraction of the heartbeat interval that the GPU ran
+    kernels (gpu_runner/sysinfo.py gpu_busy: NVML's utilization samples over the interval) and the seconds its
+    samples cover; `busy_fraction` None where the runner could not measure it. Empty for a CPU runner (its host's
+    GPUs, if any, are not its device) and for a runner that sends no such reading: not measured."""
+    if runner.pool.device != "cuda" or not isinstance(runner.telemetry, dict):
+        return []
+    gpus = runner.telemetry.get("gpus")
+    out = []
+    for gpu in gpus if isinstance(gpus, list) else []:
+        if not isinstance(gpu, dict) or "busy_fraction" not in gpu:
+            continue
+        fraction, window = gpu.get("busy_fraction"), gpu.get("busy_window_s")
+        out.append({"gpu": gpu.get("index"),
+                    "busy_fraction": fraction if isinstance(fraction, int | float) else None,
+                    "window_s": window if isinstance(window, int | float) else None})
+    return out
+
+
+def gpu_busy_text(busy: list[dict[str, Any]], *, compact: bool = False) -> str:
+    """`87%` for one GPU, `gpu0 87%, gpu1 12%` for several (compact: `87%,12%`), `-` where nothing was measured."""
+    if not busy:
+        return "-"
+    parts = [("-" if b["busy_fraction"] is None else f"{100 * b['busy_fraction']:.0f}%") for b in busy]
+    if len(busy) == 1 or compact:
+        return ",".join(parts)
+    return ", ".join(f"gpu{b['gpu']} {part}" for b, part in zip(busy, parts, strict=True))
+
+
 def _latest_calibrations(runner_ids: list[int]) -> dict[int, list[Calibration]]:
     latest: dict[int, dict[str, Calibration]] = {}
     # The last 30 days are enough to show each worker's latest one (calibrations come every few hours).
@@ -62,7 +91,8 @@ def _latest_calibrations(runner_ids: list[int]) -> dict[int, list[Calibration]]:
 
 
 def runner_rows(*, pool: HardwarePool | None = None) -> list[dict[str, Any]]:
-    """Every runner with its status, seconds since its heartbeat, current job(s), telemetry and calibration."""
+    """Every runner with its status, seconds since its heartbeat, current job(s), telemetry, GPU busy fraction
+    and calibration."""
     from apps.submissions.models import Evaluation
 
     now = timezone.now()
@@ -81,6 +111,7 @@ def runner_rows(*, pool: HardwarePool | None = None) -> list[dict[str, Any]]:
     for runner in runner_list:
         running = jobs.get(runner.pk, [])
         since = None if runner.last_heartbeat_at is None else int((now - runner.last_heartbeat_at).total_seconds())
+        busy = gpu_busy(runner=runner)
         rows.append({
             "runner": runner,
             "name": runner.name,
@@ -91,6 +122,8 @@ def runner_rows(*, pool: HardwarePool | None = None) -> list[dict[str, Any]]:
             "current_job": [{"evaluation_id": e.pk, "problem": e.submission.problem.slug, "stage": e.stage,
                              "attempt": e.attempt} for e in running],
             "telemetry_summary": telemetry_summary(runner.telemetry),
+            "gpu_busy": busy,
+            "gpu_busy_text": gpu_busy_text(busy),
             "drain_reason": runner.drain_reason,
             "calibrations": calibrations.get(runner.pk, []),
         })

@@ -789,9 +789,10 @@ def evaluation_requeue(*, evaluation: Evaluation, reason: str) -> str:
 
 def evaluations_sweep() -> dict[str, int]:
     """Re-queues running jobs whose runner fell silent, and queued jobs nobody picked up for too long.
-    `held`: silent jobs left alone because their runner still heartbeats and may still be running them."""
+    `held`: silent jobs left alone because their runner still heartbeats and may still be running them.
+    `waiting`: queued jobs of a pool with no runner online to take them, left in its queue."""
     now = timezone.now()
-    counts = {"requeued": 0, "failed": 0, "skipped": 0, "held": 0}
+    counts = {"requeued": 0, "failed": 0, "skipped": 0, "held": 0, "waiting": 0}
     silent = Evaluation.objects.filter(
         status=Evaluation.STATUS_RUNNING,
         last_progress_at__lt=now - timedelta(seconds=settings.JOB_SILENCE_TIMEOUT_S),
@@ -823,7 +824,19 @@ def evaluations_sweep() -> dict[str, int]:
         status=Evaluation.STATUS_QUEUED, attempt=0,
         queued_at__lt=now - timedelta(seconds=settings.JOB_SILENCE_TIMEOUT_S),
     )
-    for evaluation in stale | never_sent:
+    # A pool with no runner online (none yet, as the h200 pool of `make run` on a machine without a GPU, or all
+    # offline, disabled or draining) has nobody to take its jobs: they wait in its queue, nothing was lost, so no
+    # attempt is spent on them and none fails. Their clock restarts, so that a runner that joins gets the whole
+    # JOB_QUEUED_TIMEOUT_S to take them before they are sent again.
+    served_pools = set(Runner.objects.filter(
+        is_disabled=False, is_draining=False,
+        last_heartbeat_at__gte=now - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S),
+    ).values_list("pool_id", flat=True))
+    waiting = []
+    for evaluation in (stale | never_sent).select_related("submission__pool"):
+        if evaluation.attempt > 0 and evaluation.submission.pool_id not in served_pools:
+            waiting.append(evaluation.pk)
+            continue
         reason = f"no runner of pool {evaluation.submission.pool.slug} took it"
         if evaluation.attempt == 0:
             # Its dispatch after commit never reached the broker.
@@ -831,4 +844,6 @@ def evaluations_sweep() -> dict[str, int]:
             continue
         with transaction.atomic():
             counts[evaluation_requeue(evaluation=evaluation, reason=reason)] += 1
+    counts["waiting"] = Evaluation.objects.filter(pk__in=waiting, status=Evaluation.STATUS_QUEUED).update(
+        last_progress_at=now)
     return counts

@@ -7,6 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from apps.devices.models import Runner
 from apps.submissions.models import Evaluation
 from apps.submissions.services import evaluations_sweep
 from tests.site.conftest import submit
@@ -55,7 +56,7 @@ def test_a_silent_running_job_is_requeued_with_a_new_token(claimed, settings, re
 def test_a_job_that_keeps_reporting_is_left_alone(claimed, settings, redis_queue):
     evaluation, job, client = claimed
     _silence(evaluation, settings.JOB_SILENCE_TIMEOUT_S - 60)
-    assert evaluations_sweep() == {"requeued": 0, "failed": 0, "skipped": 0, "held": 0}
+    assert evaluations_sweep() == {"requeued": 0, "failed": 0, "skipped": 0, "held": 0, "waiting": 0}
     evaluation.refresh_from_db()
     assert evaluation.status == "running"
     assert redis_queue("pool.cpu") == []
@@ -74,8 +75,10 @@ def test_after_the_last_attempt_the_job_fails_with_a_message(claimed, settings, 
     assert redis_queue("pool.cpu") == []
 
 
-def test_a_long_queued_job_is_sent_again(problem, alice, api, settings, redis_queue,
+def test_a_long_queued_job_is_sent_again(problem, alice, api, runners, settings, redis_queue,
                                          django_capture_on_commit_callbacks):
+    # A runner online that would have taken it (without one, it waits: test_run_local_setup.py).
+    Runner.objects.filter(name="cpu-1").update(last_heartbeat_at=timezone.now())
     with django_capture_on_commit_callbacks(execute=True):
         body = submit(api(alice.token)).json()
     redis_queue.client.delete("pool.cpu")  # the broker lost it

@@ -1,9 +1,11 @@
 """`manage.py run_local` (what `make run` calls): the whole site on one machine, on the embedded default.
 
 It starts the embedded Redis (unless REDIS_URL names a server), migrates, creates the pools (cpu always, and
-one named after the GPU model where a GPU is found), loads problems/, creates a local runner per pool, submits
-examples/ as "KernelHub examples", then starts and supervises: uvicorn (HTTP and websockets), the site's Celery
-worker with beat (the sweeper), and `python -m gpu_runner serve` per pool. Ctrl-C or SIGTERM stops them all.
+one named after the GPU model where a GPU is found; without a GPU, `h200` with no runner, so that the GPU problems
+are listed and their submissions wait in its queue), loads problems/, creates a local runner per pool that this
+machine runs, submits examples/ to those as "KernelHub examples", then starts and supervises: uvicorn (HTTP and
+websockets), the site's Celery worker with beat (the sweeper), and `python -m gpu_runner serve` per local runner.
+Ctrl-C or SIGTERM stops them all.
 Running it again is safe: every step is idempotent.
 
 The site runs with DEBUG off unless the environment says DEBUG=true. Its processes die with it, even on SIGKILL,
@@ -44,6 +46,10 @@ from kernelhub import local_processes
 # Marketing words and memory/form-factor suffixes that do not name the GPU model.
 _GPU_NAME_NOISE = {"nvidia", "geforce", "tesla", "quadro", "pcie", "sxm", "sxm4", "sxm5", "hbm2", "hbm2e", "hbm3",
                    "hbm3e", "nvl"}
+
+
+# Without a GPU here, the GPU problems are offered on the pool of the GPU the project's runners use.
+GPU_POOL_WITHOUT_GPU, GPU_POOL_WITHOUT_GPU_NAME = "h200", "NVIDIA H200"
 
 
 def gpu_pool_slug(gpu_name: str) -> str:
@@ -114,8 +120,8 @@ class Command(BaseCommand):
                         local_processes.write_state(state_file, self.state)
                 self.stdout.write(f"Embedded Redis on {socket_path}")
             call_command("migrate", interactive=False, verbosity=0)
-            pools = self.set_up_pools()
-            self.load_problems(pools)
+            pools, pools_without_runner = self.set_up_pools()
+            self.load_problems(pools + pools_without_runner)
             secrets = self.set_up_runners(pools)
             if not no_examples:
                 self.submit_examples(pools)
@@ -153,16 +159,22 @@ class Command(BaseCommand):
 
     # --- Set-up -------------------------------------------------------------------------------------------
 
-    def set_up_pools(self) -> list[HardwarePool]:
+    def set_up_pools(self) -> tuple[list[HardwarePool], list[HardwarePool]]:
+        """The pools this machine runs (each gets a local runner), and those it only lists: without a GPU, the
+        GPU problems still go to the `h200` pool, whose submissions wait in its queue until a runner joins
+        (`create_runner --pool h200` on a GPU host); the pages and the sweeper treat it as a pool waiting for
+        a runner."""
         pools = [pool_get_or_create(slug="cpu", name="CPU")[0]]
         gpu_name = detect_gpu_name()
         if gpu_name:
             pool, created = pool_get_or_create(slug=gpu_pool_slug(gpu_name), name=gpu_name)
             pools.append(pool)
             self.stdout.write(f"GPU found: {gpu_name} -> pool {pool.slug}{' (new)' if created else ''}")
-        else:
-            self.stdout.write("No GPU found: the cpu pool only.")
-        return pools
+            return pools, []
+        waiting, _created = pool_get_or_create(slug=GPU_POOL_WITHOUT_GPU, name=GPU_POOL_WITHOUT_GPU_NAME)
+        self.stdout.write(f"No GPU found: a runner for the cpu pool only. The GPU problems are listed on pool "
+                          f"{waiting.slug}, whose submissions wait until a runner joins it (docs/RUNNERS.md).")
+        return pools, [waiting]
 
     def load_problems(self, pools: list[HardwarePool]) -> None:
         root = Path(settings.BASE_DIR) / "problems"

@@ -10,4 +10,5 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         counts = evaluations_sweep()
-        self.stdout.write(f"requeued {counts['requeued']}, failed {counts['failed']}, skipped {counts['skipped']}")
+        self.stdout.write(f"requeued {counts['requeued']}, failed {counts['failed']}, skipped {counts['skipped']}, "
+                          f"held {counts['held']}, waiting for a runner {counts['waiting']}")
