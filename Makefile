@@ -37,7 +37,7 @@ test-fast: install
 
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy kernelhub apps gpu_runner
+	$(VENV)/bin/mypy kernelhub apps gpu_runner ane_runner kernelhub_client
 
 clean:
 	rm -rf var staticfiles .pytest_cache

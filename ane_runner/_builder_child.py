@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 _REPO = str(Path(__file__).resolve().parent.parent)
 _isolation: dict = {}
@@ -103,7 +104,9 @@ def main() -> None:
     Path("result.json").write_text(json.dumps({"ok": True, "kind": kind}))
 
 
-def _convert_model_new(cls, init_inputs, weights, shapes, ct):  # type: ignore[no-untyped-def]
+def _convert_model_new(cls: Any, init_inputs: list[Any], weights: dict[str, Any], shapes: list[tuple[int, ...]],
+                       ct: Any) -> Any:
+    """ModelNew (a solution's torch module) traced and converted by coremltools (`ct`, imported by the caller)."""
     import numpy as np
     import torch
 

@@ -631,7 +631,7 @@ def _build_call_findings(call: ast.Call) -> list[dict]:
 def _kernelguard_rules(source: str) -> list[dict]:
     global _kernelguard_configured
     try:
-        import kernelguard  # type: ignore[import-untyped]
+        import kernelguard
     except ImportError:  # the runner still has its own rules; say so in the findings' absence
         return []
     if not _kernelguard_configured:

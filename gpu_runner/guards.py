@@ -417,7 +417,7 @@ def _is_linker_cache_query(event: str, args: tuple[Any, ...]) -> bool:
 def _where(limit: int = 3) -> str:
     """The innermost frames outside this file, for the finding's detail: users need to know what tripped it."""
     frame: FrameType | None = sys._getframe(2)
-    places = []
+    places: list[str] = []
     while frame is not None and len(places) < limit:
         filename = frame.f_code.co_filename
         if filename != __file__:
@@ -534,7 +534,8 @@ class _BlockTorchCompute(TorchDispatchMode):
         self.allowed = allowed
         self.library_ops: set[str] = set()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
         name = func._schema.name
         if name not in self.allowed and f"{name}.{func._overloadname}" not in self.allowed:
             # Triton's autotuner times its candidates with torch (torch.quantile, mean): its own doing.

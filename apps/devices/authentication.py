@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -23,7 +24,7 @@ class RunnerAuthentication(BaseAuthentication):
 
     keyword = "Runner"
 
-    def authenticate(self, request: Request):  # type: ignore[no-untyped-def]
+    def authenticate(self, request: Request) -> tuple[AnonymousUser, Runner] | None:
         parts = get_authorization_header(request).split()
         if not parts or parts[0].lower() != self.keyword.lower().encode():
             return None
@@ -50,7 +51,7 @@ class RunnerAuthentication(BaseAuthentication):
 class IsRunner(BasePermission):
     message = "This endpoint is for runners: send `Authorization: Runner <secret>`."
 
-    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+    def has_permission(self, request: Request, view: Any) -> bool:
         return isinstance(request.auth, Runner)
 
 
@@ -58,6 +59,6 @@ class RunnerSecretScheme(OpenApiAuthenticationExtension):
     target_class = RunnerAuthentication
     name = "RunnerSecret"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "apiKey", "in": "header", "name": "Authorization",
                 "description": "`Runner <secret>`: a runner's secret (manage.py create_runner)."}

@@ -94,32 +94,32 @@ def ane_board(*, pool: str) -> dict[str, Any]:
                              "runtime_us", "result", "finished_at"):
         k = (r["submission__entrant_id"], r["submission__problem_id"])
         if k not in best or (r["runtime_us"], r["id"]) < (best[k]["runtime_us"], best[k]["id"]):
-            best[k] = r
+            best[k] = dict(r)
     entrants = {e.pk: e for e in Entrant.objects.filter(id__in={eid for eid, _ in best})}
 
     by_problem: dict[int, list[AneEntry]] = defaultdict(list)
     by_entrant: dict[int, list[AneEntry]] = defaultdict(list)
-    for (eid, pid), r in best.items():
-        result: dict[str, Any] = r["result"] if isinstance(r["result"], dict) else {}
+    for (eid, pid), row in best.items():
+        result: dict[str, Any] = row["result"] if isinstance(row["result"], dict) else {}
         placement: dict[str, Any] = result["placement"] if isinstance(result.get("placement"), dict) else {}
         system: dict[str, Any] = result["system"] if isinstance(result.get("system"), dict) else {}
         entrant, problem = entrants[eid], suite[pid]
         entry = AneEntry(
             problem_slug=problem.slug, problem_title=problem.title, entrant=entrant.name,
-            entrant_slug=entrant.slug, kind=entrant.kind, submission_id=r["submission_id"],
-            runtime_us=r["runtime_us"], coreml_us=_positive(result.get("coreml_us")),
+            entrant_slug=entrant.slug, kind=entrant.kind, submission_id=row["submission_id"],
+            runtime_us=row["runtime_us"], coreml_us=_positive(result.get("coreml_us")),
             coreml_cpu_us=_positive(result.get("coreml_cpu_us")),
             speedup_vs_coreml=_positive(result.get("speedup_vs_coreml")),
             speedup_vs_coreml_cpu=_positive(result.get("speedup_vs_coreml_cpu")),
             tflops=_positive(result.get("tflops")), tflops_per_watt=_positive(result.get("tflops_per_watt")),
             ane_op_share=_share(placement.get("ane_op_share")),
             ane_cost_share=_share(placement.get("ane_cost_share")),
-            chip=str(system.get("chip") or ""), finished_at=r["finished_at"],
+            chip=str(system.get("chip") or ""), finished_at=row["finished_at"],
         )
         by_problem[pid].append(entry)
         by_entrant[eid].append(entry)
 
-    summaries = []
+    summaries: list[dict[str, Any]] = []
     for eid, entries in by_entrant.items():
         speedups = [e.speedup_vs_coreml for e in entries if e.speedup_vs_coreml is not None]
         summaries.append({

@@ -192,12 +192,11 @@ def _best_per_entrant_problem(qs: QuerySet[Evaluation]) -> list[dict[str, Any]]:
             order_by=[F("accepted").desc(), F("runtime_us").asc(), F("id").asc()],
         ),
     )
-    return list(
-        ranked.filter(place=1).order_by().values(
-            "id", "submission_id", "entrant_pk", "problem_id", "accepted", "runtime_us", "speedup_vs_eager",
-            "speedup_vs_compile", "finished_at",
-        )
+    rows = ranked.filter(place=1).order_by().values(
+        "id", "submission_id", "entrant_pk", "problem_id", "accepted", "runtime_us", "speedup_vs_eager",
+        "speedup_vs_compile", "finished_at",
     )
+    return [dict(row) for row in rows]
 
 
 def _baseline_measurements(*, pool: str, problem_ids: Any) -> dict[int, tuple[float, float | None, datetime | None]]:
@@ -218,7 +217,9 @@ def _baseline_measurements(*, pool: str, problem_ids: Any) -> dict[int, tuple[fl
     )
     rows = Evaluation.objects.filter(id__in=Subquery(latest)).order_by().values_list(
         "submission__problem_id", "eager_us", "compile_us", "finished_at")
-    return {pid: (eager, comp if comp and comp > 0 else None, when) for pid, eager, comp, when in rows}
+    # eager_us__gt=0 above already leaves out a missing eager time; the test says so to the type checker too.
+    return {pid: (eager, comp if comp and comp > 0 else None, when) for pid, eager, comp, when in rows
+            if eager is not None}
 
 
 def _baseline_boards(
@@ -513,7 +514,7 @@ def problem_board(*, slug: str, pool: str) -> list[dict[str, Any]]:
 
 def entrant_history(*, entrant_slug: str, pool: str, limit: int = 500) -> list[dict[str, Any]]:
     """The entrant's final evaluations on the pool, newest first, moderated ones included (and marked)."""
-    return list(
+    rows = (
         Evaluation.objects.filter(
             submission__entrant__slug=entrant_slug, submission__pool__slug=pool, status=Evaluation.STATUS_DONE
         )
@@ -524,6 +525,7 @@ def entrant_history(*, entrant_slug: str, pool: str, limit: int = 500) -> list[d
             "submission__moderation", "submission__moderation_reason", "submission__language",
         )[:limit]
     )
+    return [dict(row) for row in rows]
 
 
 def head_to_head(*, pool: str, a: str, b: str, level: int | None = None) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import exceptions, serializers, status
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -178,8 +178,11 @@ def _submission_data(submission: Submission, user: Any, latest: Evaluation | Non
     """`latest`: the submission's latest evaluation where the caller has it (a POST), else it is read."""
     evaluation = latest or selectors.submission_latest_evaluation(submission=submission)
     visible = selectors.submission_source_visible(submission=submission, user=user)
-    hidden_message = evaluation is not None and not selectors.evaluation_message_visible(
-        evaluation=evaluation, source_visible=visible)
+    message = evaluation.message if evaluation else ""
+    if evaluation is not None and not selectors.evaluation_message_visible(
+            evaluation=evaluation, source_visible=visible):
+        message = (f"{evaluation.get_verdict_display()}: the details can quote the source and are shown to the "
+                   "entrant's owner only.")
     return {
         "id": submission.pk, "problem": submission.problem.slug,
         "problem_version": submission.problem_version.version, "entrant": submission.entrant.slug,
@@ -197,8 +200,7 @@ def _submission_data(submission: Submission, user: Any, latest: Evaluation | Non
         "compile_us": evaluation.compile_us if evaluation else None,
         "speedup_vs_eager": evaluation.speedup_vs_eager if evaluation else None,
         "speedup_vs_compile": evaluation.speedup_vs_compile if evaluation else None,
-        "message": (f"{evaluation.get_verdict_display()}: the details can quote the source and are shown to "
-                    "the entrant's owner only." if hidden_message else (evaluation.message if evaluation else "")),
+        "message": message,
         "attempt": evaluation.attempt if evaluation else 0,
         "queued_at": evaluation.queued_at if evaluation else None,
         "started_at": evaluation.started_at if evaluation else None,
@@ -221,10 +223,10 @@ def _acting_entrant(request: Request, entrant_slug: str | None) -> Entrant:
         return entrant
     owned = Entrant.objects.filter(owner=request.user)
     if entrant_slug:
-        entrant = owned.filter(slug=entrant_slug).first()
-        if entrant is None:
+        named = owned.filter(slug=entrant_slug).first()
+        if named is None:
             raise exceptions.PermissionDenied(f"You do not own an entrant {entrant_slug!r}.")
-        return entrant
+        return named
     entrants = list(owned[:2])
     if not entrants:
         raise exceptions.PermissionDenied("Your account owns no entrant; ask an admin to create one for you.")
@@ -299,7 +301,7 @@ class SubmissionListCreateApi(APIView):
         entrant = serializers.CharField(required=False)
         limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=100)
 
-    def get_permissions(self):  # type: ignore[no-untyped-def]
+    def get_permissions(self) -> list[BasePermission]:
         return [IsAuthenticated()]
 
     @extend_schema(

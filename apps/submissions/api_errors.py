@@ -50,9 +50,8 @@ def _flatten(detail: Any) -> list[str]:
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, SubmissionError):
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         return error_response(exc.message, code=exc.code, status_code=exc.status, fields=exc.fields,
-                              headers=headers)
+                              headers={"Retry-After": str(exc.retry_after)} if exc.retry_after else None)
     if isinstance(exc, JobRefused):
         return error_response(exc.message, code=exc.code, status_code=exc.status)
     if isinstance(exc, RequestDataTooBig):
@@ -79,7 +78,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     headers: dict[str, str] = {}
     # DRF's view sets auth_header (and keeps 401) when the view has an authenticator with a header.
     if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+        headers["WWW-Authenticate"] = exc.auth_header
     if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
         headers["Retry-After"] = str(int(exc.wait) + 1)
     code = next((c for cls, c in CODES.items() if isinstance(exc, cls)), "error")

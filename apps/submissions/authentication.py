@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
@@ -22,7 +24,7 @@ class EntrantTokenAuthentication(BaseAuthentication):
 
     keyword = "Token"
 
-    def authenticate(self, request: Request):  # type: ignore[no-untyped-def]
+    def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
         parts = get_authorization_header(request).split()
         if not parts or parts[0].lower() != self.keyword.lower().encode():
             return None
@@ -54,7 +56,7 @@ class EntrantTokenScheme(OpenApiAuthenticationExtension):
     target_class = EntrantTokenAuthentication
     name = "EntrantToken"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "apiKey", "in": "header", "name": "Authorization",
                 "description": "`Token <your token>`: an entrant's API token (manage.py create_entrant or the "
                                "API tokens page)."}

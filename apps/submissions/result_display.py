@@ -214,8 +214,8 @@ PRECISION_LABELS = {
 def checked_sections(result: dict[str, Any]) -> list[dict[str, Any]]:
     """[{title, rows}] for "How this was checked", in the order a reader asks: was it right, was the clock
     honest, how was it built and run, what isolated it."""
-    checks = result.get("checks") if isinstance(result.get("checks"), dict) else {}
-    checks = dict(checks)
+    given = result.get("checks")
+    checks = dict(given) if isinstance(given, dict) else {}
     sections: list[dict[str, Any]] = []
 
     def add(title: str, rows: list[tuple[str, str]], key: str) -> None:

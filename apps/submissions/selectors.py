@@ -128,7 +128,7 @@ def evaluation_queue_estimate(*, evaluation: Evaluation) -> dict[str, Any] | Non
         in_pool.filter(status=Evaluation.STATUS_DONE, started_at__isnull=False, finished_at__isnull=False)
         .order_by("-finished_at").values_list("started_at", "finished_at")[:QUEUE_ESTIMATE_SAMPLE]
     )
-    durations = [(f - s).total_seconds() for s, f in recent if f >= s]
+    durations = [(f - s).total_seconds() for s, f in recent if s is not None and f is not None and f >= s]
     online_since = timezone.now() - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
     runners = Runner.objects.filter(pool_id=pool_id, is_disabled=False, is_draining=False,
                                     last_heartbeat_at__gte=online_since).count()
