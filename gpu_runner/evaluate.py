@@ -777,7 +777,7 @@ class _Run:
             self._trusted(ref, "trial", seed=seed, file="ref_profiled.pt")
         self._compare(ref.tensors("ref_profiled.pt"), self._read(sol, "profiled.pt", where), where)
         value = reply.get("kernel_time_us")
-        if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
             checks["kernel_time"] = {"measured": False, "why": "the profiler reported no usable figure"}
             return
         floor = limits.check(self.device, float(value), limits.least_bytes(self.input_bytes, self.output_bytes),
@@ -906,7 +906,7 @@ class _Run:
                     prof = self._trusted(session, "profile", seed=random.SystemRandom().randrange(1 << 31),
                                          calls=KERNEL_TIME_CALLS, warmup=KERNEL_TIME_WARMUP)
                 value = prof.get("kernel_time_us")
-                if type(value) in (int, float) and math.isfinite(value):
+                if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
                     stats["kernel_time_us"] = float(value)
             return {k: v for k, v in stats.items() if not (isinstance(v, float) and math.isnan(v))}
         except (EvaluatorError, timing.TimingRejected) as e:
