@@ -301,17 +301,35 @@ class Harness:
             return self.sets[k]
         return [x.clone() if self.isinstance(x, self.torch.Tensor) else x for x in self.sets[k]]
 
-    def _changed_inputs(self, inputs: list, before: list) -> list[int]:
-        """Positions of the tensor inputs a call changed in place (NaN counts as equal to NaN)."""
-        changed = []
-        for j, (x, b) in enumerate(zip(inputs, before, strict=True)):
-            if b is None:
+    def _input_prints(self, inputs: list) -> list:
+        """What _changed_inputs compares after the call: each tensor input's shape, dtype and sums of its bytes
+        read as 64-bit words (all, every third, every seventh from the second), or None for a non-tensor. No
+        copy of the inputs: a clone of every input had doubled their memory (a 2 GiB input ran the solution's
+        child out of its address space)."""
+        torch = self.torch
+        prints: list = []
+        for x in inputs:
+            if not self.isinstance(x, torch.Tensor):
+                prints.append(None)
                 continue
-            if tuple(x.shape) != tuple(b.shape) or x.dtype != b.dtype:
-                changed.append(j)
-            elif not bool(((x == b) | ((x != x) & (b != b))).all()):
-                changed.append(j)
-        return changed
+            raw = x.detach().contiguous().view(-1).view(torch.uint8)
+            words = raw.numel() // 8
+            sums = []
+            try:
+                wide = raw[: words * 8].view(torch.int64)
+                sums = [int(wide.sum()), int(wide[::3].sum()), int(wide[1::7].sum())]
+                raw = raw[words * 8:]
+            except RuntimeError:  # a storage offset that is not a multiple of 8 bytes
+                pass
+            sums.append(int(torch.sum(raw, dtype=torch.int64)) if raw.numel() else 0)
+            prints.append((tuple(x.shape), x.dtype, sums))
+        return prints
+
+    def _changed_inputs(self, inputs: list, before: list) -> list[int]:
+        """Positions of the tensor inputs a call changed in place, by their prints from _input_prints (a value
+        written back bit for bit the same is no change; a NaN stays equal to itself)."""
+        after = self._input_prints(inputs)
+        return [j for j, (b, a) in enumerate(zip(before, after, strict=True)) if b is not None and a != b]
 
     def _sync(self) -> None:
         if self.device == "cuda":
@@ -460,7 +478,7 @@ class Harness:
 
     def op_trial(self, msg: dict) -> dict:
         inputs = self._make_inputs(int(msg["seed"]))
-        before = [x.clone() if self.isinstance(x, self.torch.Tensor) else None for x in inputs]
+        before = self._input_prints(inputs)
         self.poison_bytes = int(msg.get("poison_bytes", 0))
         self._poison()
         if msg.get("rng_seed") is not None:
@@ -492,6 +510,7 @@ class Harness:
         if not change:
             return
         if change[0] == "fresh":
+            self.sets[k] = []  # the old set is freed first: where memory is short, two sets do not fit
             self.sets[k] = self._make_inputs(int(change[1]))
             return
         j, dst, src = (int(v) for v in change)
@@ -513,7 +532,9 @@ class Harness:
         return {}
 
     def op_prepare_timing(self, msg: dict) -> dict:
-        self.sets = [self._make_inputs(int(s)) for s in msg["seeds"]]
+        self.sets = []  # sets made before (none in the usual case) go first: one set at a time may be all that fits
+        for s in msg["seeds"]:
+            self.sets.append(self._make_inputs(int(s)))
         self.copy_sets = bool(msg.get("copy_sets"))
         self._sync()
         return {"reserved_bytes": self._reserve_heap(int(msg.get("reserve_bytes", 0)))}
@@ -540,6 +561,62 @@ class Harness:
             done = 0
         del blocks
         return done
+
+    def op_memory(self, msg: dict) -> dict:
+        """Trusted roles: this process's memory now and at its peak (the memory plan's measure of the reference's
+        own footprint, gpu_runner/memory_plan.py); "reset" starts a new peak of the CUDA allocator."""
+        if self.role == "solution":
+            raise HarnessError("internal", "not for the solution")
+        out: dict = {}
+        if msg.get("reset"):
+            try:  # the peak resident set starts again from now (proc(5), clear_refs)
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")
+            except OSError:
+                pass
+        with open("/proc/self/status") as f:
+            for line in f:
+                key = line.split(":", 1)[0]
+                if key in ("VmRSS", "VmHWM", "VmSize"):
+                    out[key.lower() + "_bytes"] = int(line.split()[1]) * 1024
+        if self.device == "cuda":
+            cuda = self.torch.cuda
+            cuda.synchronize()
+            out["cuda_allocated_bytes"] = int(cuda.memory_allocated())
+            out["cuda_peak_bytes"] = int(cuda.max_memory_allocated())
+            if msg.get("reset"):
+                cuda.reset_peak_memory_stats()
+        return out
+
+    def op_footprint(self, msg: dict) -> dict:
+        """Trusted roles: the bytes of the problem's inputs and of one call's outputs, worked out on PyTorch's meta
+        device (shapes and dtypes, no memory), before anything is allocated; None where the problem's code does
+        not run there."""
+        if self.role == "solution":
+            raise HarnessError("internal", "not for the solution")
+        torch = self.torch
+
+        def nbytes(obj) -> int:  # type: ignore[no-untyped-def]
+            if self.isinstance(obj, torch.Tensor):
+                return obj.numel() * obj.element_size()
+            if self.isinstance(obj, (list, tuple)):
+                return sum(nbytes(x) for x in obj)
+            return 0
+
+        try:
+            self.manual_seed(int(msg.get("seed", 0)))
+            with torch.device("meta"):
+                inputs = list(self.problem.get_inputs())
+        except Exception as e:  # noqa: BLE001 - a problem that makes its inputs on a named device, say
+            return {"input_bytes": None, "output_bytes": None, "why": f"{type(e).__name__}: {e}"[:300]}
+        out_bytes = None
+        try:
+            params = {name: torch.empty_like(t, device="meta")
+                      for name, t in [*self.model.named_parameters(), *self.model.named_buffers()]}
+            out_bytes = nbytes(torch.func.functional_call(self.model, params, tuple(inputs)))
+        except Exception:  # noqa: BLE001 - an op without a meta kernel: the output's size is known after a trial
+            pass
+        return {"input_bytes": nbytes(inputs), "output_bytes": out_bytes}
 
     def op_set_outputs(self, msg: dict) -> dict:
         """Trusted roles: the outputs for every timing input set, one file each."""
