@@ -15,6 +15,7 @@ returns what it removed.
 
 from __future__ import annotations
 
+import atexit
 import errno
 import fcntl
 import json
@@ -47,6 +48,17 @@ def _forget_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+@atexit.register
+def _drop_own_locks() -> None:
+    """At a normal exit this process's owner locks go too (its directories are gone by then); after a kill the
+    next sweep removes them."""
+    for base, (pid, fd) in list(_held.items()):
+        if pid == os.getpid():
+            (Path(base) / OWNERS / f"{pid}.lock").unlink(missing_ok=True)
+            os.close(fd)
+    _held.clear()
 
 
 def _log(msg: str) -> None:
