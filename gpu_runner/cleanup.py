@@ -249,11 +249,11 @@ def sweep(*, why: str = "") -> dict[str, Any]:
             killed += _kill_marked(markers)
             if killed:
                 time.sleep(0.2)  # let the kernel reap them before their directories go
-        for path, owner in stale:
+        for path, dead_owner in stale:
             size = _size(path)
             shutil.rmtree(path, ignore_errors=True)
             if not path.exists():
-                removed.append({"path": str(path), "bytes": size, "owner": owner})
+                removed.append({"path": str(path), "bytes": size, "owner": dead_owner})
         for record in dead_records:
             record.unlink(missing_ok=True)
             records += 1

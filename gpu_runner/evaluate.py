@@ -27,8 +27,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gpu_runner import (baselines, builds, cleanup, correctness, formats, gpulock, limits, memory_plan, sandbox,
-                        sysinfo, timing)
+from gpu_runner import (
+    baselines,
+    builds,
+    cleanup,
+    correctness,
+    formats,
+    gpulock,
+    limits,
+    memory_plan,
+    sandbox,
+    sysinfo,
+    timing,
+)
 from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError, load_tensors
 
 VERDICTS = ("accepted", "wrong_answer", "compile_error", "runtime_error", "timeout", "rejected")
@@ -181,9 +192,17 @@ def _cuda_present() -> bool:
     return bool(present)
 
 
-def _limits(device: str) -> sandbox.Limits:
+# A trusted child (the reference, torch.compile's) runs the problem's own code, not the submission's: its
+# address space may be this many times the solution's. The memory plan (memory_plan.py) is what keeps it within
+# the host's memory; the limit only stops a runaway problem.
+TRUSTED_MEMORY_FACTOR = 1.5
+
+
+def _limits(device: str, role: str = "solution") -> sandbox.Limits:
     wall = float(os.environ.get("KERNELHUB_CHILD_WALL_S", "900"))
     mem = None if device == "cuda" else int(float(os.environ.get("KERNELHUB_CHILD_MEMORY_GB", "8")) * (1 << 30))
+    if mem is not None and role != "solution":
+        mem = int(mem * TRUSTED_MEMORY_FACTOR)
     return sandbox.Limits(wall_s=wall, cpu_s=int(wall * (os.cpu_count() or 1)), memory_bytes=mem)
 
 
@@ -325,7 +344,7 @@ class _Run:
     def _session(self, role: str, on_build: Callable[[Any], dict[str, Any]] | None = None) -> Session:
         s = self.pool.take(role) if self.pool is not None else None
         if s is None:
-            s = Session(role, device=self.device, limits_=_limits(self.device), on_build=on_build)
+            s = Session(role, device=self.device, limits_=_limits(self.device, role), on_build=on_build)
         else:
             s.begin(on_build)
         self.result["checks"].setdefault("prestarted", {})[role] = s.prestarted
@@ -508,7 +527,8 @@ class _Run:
         host, gpu = self.free_at_start
         return memory_plan.plan(
             self.device, input_bytes=input_bytes, output_bytes=output_bytes, peak_bytes=peak_bytes, source=source,
-            host=host, gpu=gpu, child_limit=_limits(self.device).memory_bytes, n_trials=N_TRIALS,
+            host=host, gpu=gpu, child_limits=(_limits(self.device, "eager").memory_bytes,
+                                              _limits(self.device).memory_bytes), n_trials=N_TRIALS,
             sets_wanted=max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.device] // per_set)),
             keep_wanted=timing.batch_limits(self.device, output_bytes)[0], tmpfs_work=_tmpfs(sandbox.work_base()))
 

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 GiB = 1 << 30
-# A CPU child's own address space before any tensor (torch, its libraries, its threads' stacks): measured
-# 0.7 GiB for torch's import on the development machine; OpenMP's threads and the guards add to it.
-CHILD_BASE_BYTES = 3 << 29
+# A CPU child's own address space before any tensor: 0.7 GiB for torch's import alone on the development
+# machine; the guards, the threads' heaps and the freed memory a heap keeps (heap.py) add to it (a reference
+# holding three 2 GiB tensors ran out of 8 GiB).
+CHILD_BASE_BYTES = 7 << 28
 # What such a child holds in memory (its resident set, torch imported): about 0.4 GiB measured.
 CHILD_RSS_BYTES = 1 << 29
 # Per process on a GPU: the CUDA context and the L2 flush buffer.
@@ -42,6 +43,7 @@ CUDA_PROCESS_BYTES = 1 << 30
 EXPECTED_IN_MEMORY_BYTES = 1 << 30
 # Of the free memory, the share an evaluation plans to use: the rest is for whatever else runs on the host.
 USABLE_SHARE = 0.9
+GOAL_RATIO = 3
 MIN_KEEP = 2  # a timing batch needs a call on a fresh set and one on a reused set (timing.run_timing)
 
 
@@ -179,10 +181,13 @@ def _gib(n: float) -> str:
 
 
 def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | None, source: str,
-         host: dict[str, Any], gpu: dict[str, Any], child_limit: int | None, n_trials: int, sets_wanted: int,
+         host: dict[str, Any], gpu: dict[str, Any], child_limits: tuple[int | None, int | None], n_trials: int,
+         sets_wanted: int,
          keep_wanted: int, tmpfs_work: bool) -> Plan:
     """The plan for one evaluation; `sets_wanted` and `keep_wanted` are what the evaluator would use with memory
-    to spare (its byte budgets), reduced here until the evaluation fits."""
+    to spare (its byte budgets), reduced here until the evaluation fits. child_limits: the address-space limits of
+    the reference's and the solution's child (None: none, on a GPU)."""
+    ref_limit, sol_limit = child_limits
     i_b, o_b = max(0, input_bytes), max(0, output_bytes)
     # The reference's own peak: what one call holds (inputs, output, temporaries); at least inputs + output.
     peak = max(peak_bytes or 0, i_b + o_b)
@@ -216,8 +221,13 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
     host_free_b = host.get("free")
     gpu_free_b = gpu.get("free")
 
+    def over_limit(n: dict[str, int]) -> list[tuple[str, int, int]]:
+        return [(who, n[key], limit) for who, key, limit in (("the reference's", "reference_child", ref_limit),
+                                                              ("the solution's", "solution_child", sol_limit))
+                if limit is not None and n[key] > limit]
+
     def fits(n: dict[str, int]) -> bool:
-        if child_limit is not None and max(n["reference_child"], n["solution_child"]) > child_limit:
+        if over_limit(n):
             return False
         if host_free_b is not None and n["host"] > USABLE_SHARE * host_free_b:
             return False
@@ -230,26 +240,35 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
         k -= 1
     while not fits(needs(k, keep)) and keep > MIN_KEEP:
         keep -= 1
+    # The goal on a GPU: at most about GOAL_RATIO x the reference's own footprint, for footprints that matter.
+    # More sets and longer batches buy little once a call moves gigabytes: they go first.
+    goal = GOAL_RATIO * peak + 3 * CUDA_PROCESS_BYTES
+    while not cpu and peak >= GiB and needs(k, keep)["device"] > goal and (k > 1 or keep > MIN_KEEP):
+        if k > 1:
+            k -= 1
+        else:
+            keep -= 1
     n = needs(k, keep)
     ok = fits(n)
     # The reserve faults in a batch's outputs, the poison block and two more outputs once more: only where twice
     # the solution's timing memory fits in its limit.
-    reserve = cpu and 2 * n["solution_child"] + 2 * o_b <= (child_limit or 1 << 62)
+    reserve = cpu and 2 * n["solution_child"] + 2 * o_b <= (sol_limit or 1 << 62)
     result = Plan(ok, k, keep, expected, reserve, footprint, n,
-                  {"host": host, **({"device": gpu} if device == "cuda" else {}), "child_limit": child_limit})
+                  {"host": host, **({"device": gpu} if device == "cuda" else {}),
+                   "child_limits": {"reference": ref_limit, "solution": sol_limit}})
     if not ok:
-        result.message = _refusal(device, footprint, n, host_free_b, gpu_free_b, child_limit)
+        result.message = _refusal(device, footprint, n, host_free_b, gpu_free_b, over_limit(n))
     return result
 
 
 def _refusal(device: str, fp: dict[str, Any], n: dict[str, int], host_free_b: int | None, gpu_free_b: int | None,
-             child_limit: int | None) -> str:
+             over: list[tuple[str, int, int]]) -> str:
     what = (f"inputs {_gib(fp['input_bytes'])}, output {_gib(fp['output_bytes'])}, the reference's own peak "
             f"{_gib(fp['peak_bytes'])} ({'measured' if fp['source'] != 'meta' else 'estimated from the shapes'})")
     short = []
-    if child_limit is not None and max(n["reference_child"], n["solution_child"]) > child_limit:
-        short.append(f"each evaluation process needs up to {_gib(max(n['reference_child'], n['solution_child']))}"
-                     f" of address space, over its limit of {_gib(child_limit)} (KERNELHUB_CHILD_MEMORY_GB)")
+    for who, need, limit in over:
+        short.append(f"{who} process needs {_gib(need)} of address space, over its limit of {_gib(limit)} "
+                     "(KERNELHUB_CHILD_MEMORY_GB)")
     if host_free_b is not None and n["host"] > USABLE_SHARE * host_free_b:
         short.append(f"it needs {_gib(n['host'])} of host memory, {_gib(host_free_b)} is free")
     if "device" in n and gpu_free_b is not None and n["device"] > USABLE_SHARE * gpu_free_b:
@@ -257,5 +276,4 @@ def _refusal(device: str, fp: dict[str, Any], n: dict[str, int], host_free_b: in
     return (f"the problem does not fit in this {'GPU' if device == 'cuda' else 'machine'}'s memory, even with one "
             f"timing input set and two checked outputs per batch: {'; '.join(short)} ({what}). Make the problem's "
             "inputs smaller, or run it on a runner with more memory"
-            + (" (or raise KERNELHUB_CHILD_MEMORY_GB where the host has it)" if child_limit is not None and
-               max(n["reference_child"], n["solution_child"]) > child_limit else ""))
+            + (" (or raise KERNELHUB_CHILD_MEMORY_GB where the host has it)" if over else ""))

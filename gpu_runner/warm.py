@@ -93,7 +93,7 @@ class WarmPool:
                     continue
                 if spare is not None:
                     spare.close()  # died while waiting (killed for memory, say): replaced
-                session = Session(role, device=self.device, limits_=_limits(self.device))
+                session = Session(role, device=self.device, limits_=_limits(self.device, role))
                 session.prestarted = True
                 self.spares[role] = session
 
