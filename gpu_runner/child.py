@@ -449,7 +449,7 @@ class Harness:
         structure = walk(out, 0)
         # walk refers to itself through its closure: a reference cycle that kept this call's output tensors alive
         # until the next garbage collection (2 GiB more per trial with a 2 GiB output). Broken here.
-        del walk
+        walk = None  # type: ignore[assignment]  # noqa: F841
         return tensors, problems, structure
 
     def _fingerprints(self, out, inputs: list) -> list[int]:  # type: ignore[no-untyped-def]
