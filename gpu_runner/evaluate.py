@@ -27,8 +27,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from gpu_runner import (
     baselines,
     builds,
@@ -522,21 +520,6 @@ class _Run:
         self.result["checks"]["memory_plan"] = {"before_trials": p.record()}
         if not p.fits:
             raise Verdict("runtime_error", p.message)
-        self._apply_limits(p)
-
-    def _apply_limits(self, p: memory_plan.Plan) -> None:
-        """Raise a child's address-space limit to what the plan needs (the host's memory was checked): the
-        default limit is a safety net sized for common problems, not for KernelBench's largest."""
-        for s in self.sessions:
-            wanted = p.limits.get("reference" if s.role in ("eager", "compile") else s.role)
-            if not wanted:
-                continue
-            for pid in {s.child.proc.pid, sandbox._harness_pid(s.child)}:
-                try:
-                    psutil.Process(pid).rlimit(psutil.RLIMIT_AS, (wanted, wanted))
-                except (psutil.Error, OSError, ValueError) as e:
-                    _log(f"could not raise the {s.role} process's memory limit: {e}")
-            self.result["checks"].setdefault("child_memory_limits", {})[s.role] = wanted
 
     def _make_plan(self, input_bytes: int, output_bytes: int, peak_bytes: int | None,
                    source: str) -> memory_plan.Plan:
@@ -544,8 +527,7 @@ class _Run:
         host, gpu = self.free_at_start
         return memory_plan.plan(
             self.device, input_bytes=input_bytes, output_bytes=output_bytes, peak_bytes=peak_bytes, source=source,
-            # The default limit may be raised by the plan (as root); one the operator set is kept.
-            host=host, gpu=gpu, can_raise=os.geteuid() == 0 and not os.environ.get("KERNELHUB_CHILD_MEMORY_GB"),
+            host=host, gpu=gpu,
             child_limits=(_limits(self.device, "eager").memory_bytes, _limits(self.device).memory_bytes),
             n_trials=N_TRIALS,
             sets_wanted=max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.device] // per_set)),
@@ -740,8 +722,6 @@ class _Run:
             timing.KEEP_CALLS.reset(cap)
 
     def _time_solution_planned(self, sol: Session) -> None:
-        if self.plan is not None:
-            self._apply_limits(self.plan)
         # The most a timing batch keeps, with the poison block and room for the call in flight (child.py
         # _reserve_heap; CPU only).
         longest, _ = timing.batch_limits(self.device, self.output_bytes)

@@ -171,7 +171,6 @@ class Plan:
     needs: dict[str, int] = field(default_factory=dict)
     free: dict[str, Any] = field(default_factory=dict)
     message: str = ""
-    limits: dict[str, int] = field(default_factory=dict)  # address-space limits to raise, by role
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,13 +182,11 @@ def _gib(n: float) -> str:
 
 def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | None, source: str,
          host: dict[str, Any], gpu: dict[str, Any], child_limits: tuple[int | None, int | None], n_trials: int,
-         sets_wanted: int, can_raise: bool = False,
+         sets_wanted: int,
          keep_wanted: int, tmpfs_work: bool) -> Plan:
     """The plan for one evaluation; `sets_wanted` and `keep_wanted` are what the evaluator would use with memory
     to spare (its byte budgets), reduced here until the evaluation fits. child_limits: the address-space limits of
-    the reference's and the solution's child (None: none, on a GPU); can_raise: the evaluator may raise them
-    (it holds CAP_SYS_RESOURCE): a child's need over its limit is then no refusal, the host's memory decides, and
-    `limits` says what to set."""
+    the reference's and the solution's child (None: none, on a GPU)."""
     ref_limit, sol_limit = child_limits
     i_b, o_b = max(0, input_bytes), max(0, output_bytes)
     # The reference's own peak: what one call holds (inputs, output, temporaries); at least inputs + output.
@@ -228,8 +225,6 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
     gpu_free_b = gpu.get("free")
 
     def over_limit(n: dict[str, int]) -> list[tuple[str, int, int]]:
-        if can_raise:
-            return []
         return [(who, n[key], limit) for who, key, limit in (("the reference's", "reference_child", ref_limit),
                                                               ("the solution's", "solution_child", sol_limit))
                 if limit is not None and n[key] > limit]
@@ -261,17 +256,9 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
     # The reserve faults in a batch's outputs, the poison block and two more outputs once more: only where twice
     # the solution's timing memory fits in its limit.
     reserve = cpu and 2 * n["solution_child"] + 2 * o_b <= (sol_limit or 1 << 62)
-    limits = {}
-    if can_raise:
-        # Raised where the plan needs more (an eighth more for what it does not count), never lowered.
-        for role, key, limit in (("reference", "reference_child", ref_limit), ("solution", "solution_child",
-                                                                              sol_limit)):
-            if limit is not None and n[key] > limit:
-                limits[role] = int(n[key] * 1.125)
     result = Plan(ok, k, keep, expected, reserve, footprint, n,
                   {"host": host, **({"device": gpu} if device == "cuda" else {}),
                    "child_limits": {"reference": ref_limit, "solution": sol_limit}})
-    result.limits = limits
     if not ok:
         result.message = _refusal(device, footprint, n, host_free_b, gpu_free_b, over_limit(n))
     return result
