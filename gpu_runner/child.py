@@ -46,7 +46,7 @@ class HarnessError(Exception):
 
 
 class Harness:
-    def __init__(self, channel, role: str, lockdown_result: dict) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, channel, role: str, lockdown_result: dict) -> None:
         import gc
         import json
         import math
@@ -87,7 +87,6 @@ class Harness:
         self.device = "cpu"
         self.sets: list[list] = []
         self.copy_sets = False
-        self.batch_outputs: list = []
         self.flush_buf: Any = None
         self.poison_bytes = 0
         self.builds = 0
@@ -133,7 +132,7 @@ class Harness:
         return {"ok": False, "kind": "runtime_error", "message": "\n".join(lines[-12:])[-3000:]}
 
     # ----- loading -----
-    def _import_file(self, name: str, path: str):  # type: ignore[no-untyped-def]
+    def _import_file(self, name: str, path: str):
         import importlib.util
 
         spec = importlib.util.spec_from_file_location(name, path)
@@ -211,7 +210,7 @@ class Harness:
         else:
             model = reference
             if self.role == "compile":
-                model = torch.compile(model)  # type: ignore[assignment]
+                model = torch.compile(model)
         # Used as constructed, like KernelBench (which never calls eval()): a module in training mode stays in it.
         self.model = model.to(self.device) if hasattr(model, "to") else model
         return {"info": info}
@@ -248,7 +247,7 @@ class Harness:
         sig_inline, sig_load = inspect.signature(original_inline), inspect.signature(original_load)
         channel, harness = self.channel, self
 
-        def request(req: dict):  # type: ignore[no-untyped-def]
+        def request(req: dict):
             channel.send({"op": "build", "request": req})
             reply = channel.recv()
             if not reply.get("ok"):
@@ -257,7 +256,7 @@ class Harness:
             path = os.path.join(os.getcwd(), str(reply["dir"]))
             return import_library(req["name"], path, req.get("is_python_module", True))
 
-        def load_inline(*args, **kwargs):  # type: ignore[no-untyped-def]
+        def load_inline(*args, **kwargs):
             bound = sig_inline.bind(*args, **kwargs)
             bound.apply_defaults()
             a = bound.arguments
@@ -266,7 +265,7 @@ class Harness:
                                           "with_cuda", "is_python_module")}
             return request(req)
 
-        def load(*args, **kwargs):  # type: ignore[no-untyped-def]
+        def load(*args, **kwargs):
             bound = sig_load.bind(*args, **kwargs)
             bound.apply_defaults()
             a = bound.arguments
@@ -309,17 +308,35 @@ class Harness:
             return self.sets[k]
         return [x.clone() if self.isinstance(x, self.torch.Tensor) else x for x in self.sets[k]]
 
-    def _changed_inputs(self, inputs: list, before: list) -> list[int]:
-        """Positions of the tensor inputs a call changed in place (NaN counts as equal to NaN)."""
-        changed = []
-        for j, (x, b) in enumerate(zip(inputs, before, strict=True)):
-            if b is None:
+    def _input_prints(self, inputs: list) -> list:
+        """What _changed_inputs compares after the call: each tensor input's shape, dtype and sums of its bytes
+        read as 64-bit words (all, every third, every seventh from the second), or None for a non-tensor. No
+        copy of the inputs: a clone of every input had doubled their memory (a 2 GiB input ran the solution's
+        child out of its address space)."""
+        torch = self.torch
+        prints: list = []
+        for x in inputs:
+            if not self.isinstance(x, torch.Tensor):
+                prints.append(None)
                 continue
-            if tuple(x.shape) != tuple(b.shape) or x.dtype != b.dtype:
-                changed.append(j)
-            elif not bool(((x == b) | ((x != x) & (b != b))).all()):
-                changed.append(j)
-        return changed
+            raw = x.detach().contiguous().view(-1).view(torch.uint8)
+            words = raw.numel() // 8
+            sums = []
+            try:
+                wide = raw[: words * 8].view(torch.int64)
+                sums = [int(wide.sum()), int(wide[::3].sum()), int(wide[1::7].sum())]
+                raw = raw[words * 8:]
+            except RuntimeError:  # a storage offset that is not a multiple of 8 bytes
+                pass
+            sums.append(int(torch.sum(raw, dtype=torch.int64)) if raw.numel() else 0)
+            prints.append((tuple(x.shape), x.dtype, sums))
+        return prints
+
+    def _changed_inputs(self, inputs: list, before: list) -> list[int]:
+        """Positions of the tensor inputs a call changed in place, by their prints from _input_prints (a value
+        written back bit for bit the same is no change; a NaN stays equal to itself)."""
+        after = self._input_prints(inputs)
+        return [j for j, (b, a) in enumerate(zip(before, after, strict=True)) if b is not None and a != b]
 
     def _sync(self) -> None:
         if self.device == "cuda":
@@ -334,14 +351,14 @@ class Harness:
         self._sync()
         del block
 
-    def _call(self, inputs: list):  # type: ignore[no-untyped-def]
+    def _call(self, inputs: list):
         with self.no_grad():
             if self.guards is not None:
                 with self.guards.forward_guard(self.policy):
                     return self.model(*inputs)
             return self.model(*inputs)
 
-    def _timed_call(self, inputs: list, model=None, guards=None) -> tuple[object, float, float | None]:  # type: ignore[no-untyped-def]
+    def _timed_call(self, inputs: list, model=None, guards=None) -> tuple[object, float, float | None]:
         """One call, timed: (output, the window in us, on CUDA the tail in us).
 
         The window is what KernelBench and Triton's do_bench time: the cache flush is queued, then events are
@@ -391,7 +408,7 @@ class Harness:
                 guard.__exit__(None, None, None)
         return out, elapsed_us, tail_us
 
-    def _flatten(self, out, inputs: list) -> tuple[list, list[str], str]:  # type: ignore[no-untyped-def]
+    def _flatten(self, out, inputs: list) -> tuple[list, list[str], str]:
         """Output tensors in order, what is wrong with them as objects (subclass, layout, aliasing an input), and
         the output's structure: "tensor", "float", "int", "bool", "None", or "(a, b)" for a tuple or list.
 
@@ -408,7 +425,7 @@ class Harness:
                 spans.append((s.data_ptr(), s.data_ptr() + s.nbytes()))
         tensors: list = []
 
-        def leaf(t) -> str:  # type: ignore[no-untyped-def]
+        def leaf(t) -> str:
             i = len(tensors) + len(problems)
             kind = self.type(t)
             if kind in (bool, int, float):
@@ -444,7 +461,7 @@ class Harness:
             tensors.append(t)
             return "tensor"
 
-        def walk(obj, depth: int) -> str:  # type: ignore[no-untyped-def]
+        def walk(obj, depth: int) -> str:
             if obj is None:
                 return "None"
             # The reference may return a named tuple (torch.return_types.max); the solution's own classes are not
@@ -457,9 +474,12 @@ class Harness:
             return leaf(obj)
 
         structure = walk(out, 0)
+        # walk refers to itself through its closure: a reference cycle that kept this call's output tensors alive
+        # until the next garbage collection (2 GiB more per trial with a 2 GiB output). Broken here.
+        walk = None  # type: ignore[assignment]  # noqa: F841
         return tensors, problems, structure
 
-    def _fingerprints(self, out, inputs: list) -> list[int]:  # type: ignore[no-untyped-def]
+    def _fingerprints(self, out, inputs: list) -> list[int]:
         """Sums of each output tensor's bytes read as 64-bit words (all of them, and every third one, which a
         reordering changes): enough to see that an output changed after the call. Summing 64-bit words instead
         of single bytes makes this a memory-speed pass (on a CPU, 2 ms instead of 100 ms for 16 MB)."""
@@ -488,7 +508,7 @@ class Harness:
 
     def op_trial(self, msg: dict) -> dict:
         inputs = self._make_inputs(int(msg["seed"]))
-        before = [x.clone() if self.isinstance(x, self.torch.Tensor) else None for x in inputs]
+        before = self._input_prints(inputs)
         self.poison_bytes = int(msg.get("poison_bytes", 0))
         self._poison()
         if msg.get("rng_seed") is not None:
@@ -499,6 +519,8 @@ class Harness:
         model64 = self._float64_copy() if wants_fp64 else None
         out = self._call(inputs)
         self._sync()
+        # The memory plan's measure of the reference's own footprint is read before the float64 run adds its own.
+        memory_after_call = self.op_memory({}) if wants_fp64 else None
         changed = self._changed_inputs(inputs, before)
         tensors, problems, structure = self._flatten(out, inputs)
         input_bytes = sum(x.numel() * x.element_size() for x in inputs if self.isinstance(x, self.torch.Tensor))
@@ -521,7 +543,8 @@ class Harness:
                        if self.isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.is_contiguous()
                        and x.numel() >= 2]
         return {"problems": problems, "structure": structure, "input_bytes": input_bytes,
-                "output_bytes": output_bytes, "perturbable": perturbable, "changed_inputs": changed, **fp64}
+                "output_bytes": output_bytes, "perturbable": perturbable, "changed_inputs": changed,
+                "memory_after_call": memory_after_call, **fp64}
 
     def _float64_copy(self) -> Any:
         """A float64 copy of the reference model (its floating parameters and buffers), or the reason there is none."""
@@ -614,12 +637,13 @@ class Harness:
                     f"(about {need / 2**30:.1f} GiB needed, {max(free, 0) / 2**30:.1f} GiB free)")
         return ""
 
-    def _perturb(self, k: int, change) -> None:  # type: ignore[no-untyped-def]
+    def _perturb(self, k: int, change) -> None:
         """Copy one element of input j of set k over another: a new input, same distribution of values; or, for
         ["fresh", seed], a whole new set from the problem's get_inputs (timing.FRESH_ONE_IN)."""
         if not change:
             return
         if change[0] == "fresh":
+            self.sets[k] = []  # the old set is freed first: where memory is short, two sets do not fit
             self.sets[k] = self._make_inputs(int(change[1]))
             return
         j, dst, src = (int(v) for v in change)
@@ -641,7 +665,9 @@ class Harness:
         return {}
 
     def op_prepare_timing(self, msg: dict) -> dict:
-        self.sets = [self._make_inputs(int(s)) for s in msg["seeds"]]
+        self.sets = []  # sets made before (none in the usual case) go first: one set at a time may be all that fits
+        for s in msg["seeds"]:
+            self.sets.append(self._make_inputs(int(s)))
         self.copy_sets = bool(msg.get("copy_sets"))
         self._sync()
         return {"reserved_bytes": self._reserve_heap(int(msg.get("reserve_bytes", 0)))}
@@ -668,6 +694,62 @@ class Harness:
             done = 0
         del blocks
         return done
+
+    def op_memory(self, msg: dict) -> dict:
+        """Trusted roles: this process's memory now and at its peak (the memory plan's measure of the reference's
+        own footprint, gpu_runner/memory_plan.py); "reset" starts a new peak of the CUDA allocator."""
+        if self.role == "solution":
+            raise HarnessError("internal", "not for the solution")
+        out: dict = {}
+        if msg.get("reset"):
+            try:  # the peak resident set starts again from now (proc(5), clear_refs)
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")
+            except OSError:
+                pass
+        with open("/proc/self/status") as f:
+            for line in f:
+                key = line.split(":", 1)[0]
+                if key in ("VmRSS", "VmHWM", "VmSize"):
+                    out[key.lower() + "_bytes"] = int(line.split()[1]) * 1024
+        if self.device == "cuda":
+            cuda = self.torch.cuda
+            cuda.synchronize()
+            out["cuda_allocated_bytes"] = int(cuda.memory_allocated())
+            out["cuda_peak_bytes"] = int(cuda.max_memory_allocated())
+            if msg.get("reset"):
+                cuda.reset_peak_memory_stats()
+        return out
+
+    def op_footprint(self, msg: dict) -> dict:
+        """Trusted roles: the bytes of the problem's inputs and of one call's outputs, worked out on PyTorch's meta
+        device (shapes and dtypes, no memory), before anything is allocated; None where the problem's code does
+        not run there."""
+        if self.role == "solution":
+            raise HarnessError("internal", "not for the solution")
+        torch = self.torch
+
+        def nbytes(obj) -> int:
+            if self.isinstance(obj, torch.Tensor):
+                return obj.numel() * obj.element_size()
+            if self.isinstance(obj, (list, tuple)):
+                return sum(nbytes(x) for x in obj)
+            return 0
+
+        try:
+            self.manual_seed(int(msg.get("seed", 0)))
+            with torch.device("meta"):
+                inputs = list(self.problem.get_inputs())
+        except Exception as e:  # noqa: BLE001 - a problem that makes its inputs on a named device, say
+            return {"input_bytes": None, "output_bytes": None, "why": f"{type(e).__name__}: {e}"[:300]}
+        out_bytes = None
+        try:
+            params = {name: torch.empty_like(t, device="meta")
+                      for name, t in [*self.model.named_parameters(), *self.model.named_buffers()]}
+            out_bytes = nbytes(torch.func.functional_call(self.model, params, tuple(inputs)))
+        except Exception:  # noqa: BLE001 - an op without a meta kernel: the output's size is known after a trial
+            pass
+        return {"input_bytes": nbytes(inputs), "output_bytes": out_bytes}
 
     def op_set_outputs(self, msg: dict) -> dict:
         """Trusted roles: the outputs for every timing input set, one file each."""
@@ -713,7 +795,7 @@ class Harness:
             self.policy = policy
         return {"times_us": times, "tails_us": tails if self.device == "cuda" else None, "phases_us": self.phases_us}
 
-    def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None) -> tuple[float, float | None]:  # type: ignore[no-untyped-def]
+    def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None) -> tuple[float, float | None]:
         # phases_us: where the harness's time goes around the timed call (a diagnostic the parent reports as the
         # child's word; the parent's own clock is what it checks).
         perf, phases = self.perf, self.phases_us
@@ -824,7 +906,7 @@ class Harness:
         return {"kernel_time_us": total / calls, "calls": calls, "warmup": warmup, "problems": problems,
                 "structure": structure}
 
-    def _null_guards(self):  # type: ignore[no-untyped-def]
+    def _null_guards(self):
         """The solution's per-call guard, for the null call's cost (its process-wide hooks are not installed in a
         trusted process); False where it cannot run here. The audited calls are those the record skipped."""
         try:

@@ -31,10 +31,12 @@ from typing import Any
 from gpu_runner import (
     baselines,
     builds,
+    cleanup,
     correctness,
     formats,
     gpulock,
     limits,
+    memory_plan,
     precision,
     sandbox,
     sysinfo,
@@ -48,7 +50,9 @@ N_TRIALS = max(correctness.MIN_TRIALS, int(os.environ.get("KERNELHUB_TRIALS", "5
 MAX_OUTPUT_FILE = 8 << 30
 # Memory for the K timing input sets (each set lives in the solution's and the reference's process).
 SETS_BUDGET = {"cuda": 8 << 30, "cpu": 512 << 20}
-MIN_SETS, MAX_SETS = 2, 16
+MIN_SETS, MAX_SETS = 2, 16  # with memory to spare; the memory plan goes down to 1 where it is short
+# A trusted child's output file over this size is mapped by the parent, not copied into its memory.
+MMAP_OVER = 64 << 20
 MAX_BUILDS = 8
 # The second metric (CUDA Agent's, _kernel_time): warm-up calls, then profiled calls.
 KERNEL_TIME_WARMUP, KERNEL_TIME_CALLS = 5, 10
@@ -154,8 +158,9 @@ class Session:
                 raise _ChildFailed(kind, str(msg.get("message", ""))[:4000], rule)
             return msg
 
-    def tensors(self, name: Any) -> list[Any]:
-        return load_tensors(self.workdir, name, max_bytes=MAX_OUTPUT_FILE)
+    def tensors(self, name: Any, *, trusted: bool = False) -> list[Any]:
+        """The tensors the child saved as `name`; a trusted child's large files are mapped (protocol.py)."""
+        return load_tensors(self.workdir, name, max_bytes=MAX_OUTPUT_FILE, mmap_over=MMAP_OVER if trusted else None)
 
     def close(self) -> list[int]:
         try:
@@ -203,9 +208,17 @@ def _cuda_present() -> bool:
     return bool(present)
 
 
-def _limits(device: str) -> sandbox.Limits:
+# A trusted child (the reference, torch.compile's) runs the problem's own code, not the submission's: its
+# address space may be this many times the solution's. The memory plan (memory_plan.py) is what keeps it within
+# the host's memory; the limit only stops a runaway problem.
+TRUSTED_MEMORY_FACTOR = 1.5
+
+
+def _limits(device: str, role: str = "solution") -> sandbox.Limits:
     wall = float(os.environ.get("KERNELHUB_CHILD_WALL_S", "900"))
     mem = None if device == "cuda" else int(float(os.environ.get("KERNELHUB_CHILD_MEMORY_GB", "8")) * (1 << 30))
+    if mem is not None and role != "solution":
+        mem = int(mem * TRUSTED_MEMORY_FACTOR)
     return sandbox.Limits(wall_s=wall, cpu_s=int(wall * (os.cpu_count() or 1)), memory_bytes=mem)
 
 
@@ -226,6 +239,7 @@ def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", 
     if device == "cuda" and not _cuda_present():
         raise EvaluatorError("device 'cuda' was asked for but this host has no NVIDIA GPU; use --device cpu")
     result = _skeleton(problem_source, solution_source, device, seed)
+    result["checks"]["cleanup"] = _sweep()
     run = _Run(problem_source, solution_source, meta, device, seed, on_stage, result)
     run.pool = pool
     try:
@@ -249,6 +263,33 @@ def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", 
     result["versions"] = sysinfo.versions(run.child_versions)
     result["wall_s"] = round(time.monotonic() - started, 3)
     return result
+
+
+def _sweep() -> dict[str, Any]:
+    """What dead evaluations left on this host, removed before this one starts (cleanup.py); for the record."""
+    try:
+        swept = cleanup.sweep(why="evaluation start")
+    except Exception as e:  # noqa: BLE001 - a failed sweep never fails an evaluation
+        _log(f"cleanup failed: {type(e).__name__}: {e}")
+        return {"error": f"{type(e).__name__}: {e}"[:300]}
+    return {"removed": [r["path"] for r in swept["removed"]], "bytes": sum(r["bytes"] for r in swept["removed"]),
+            "killed_processes": swept["killed"]}
+
+
+def _tmpfs(path: Path) -> bool:
+    """Whether path lies on a memory-backed filesystem (its files are host memory)."""
+    best, fstype = "", ""
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                parts = line.split()
+                point = parts[1].replace("\\040", " ")
+                if str(path).startswith(point.rstrip("/") + "/") or str(path) == point:
+                    if len(point) > len(best):
+                        best, fstype = point, parts[2]
+    except OSError:
+        return False
+    return fstype in ("tmpfs", "ramfs")
 
 
 class _Run:
@@ -279,6 +320,8 @@ class _Run:
             result["rules"] = workdir.effective_rules(self.workdir.rules if self.workdir else None, problem_source)
         else:
             result["rules"] = workdir.effective_rules(None, problem_source)
+        self.plan: memory_plan.Plan | None = None
+        self.expected_mode = "memory"
 
     def stage(self, name: str) -> None:
         # When each stage began, seconds from the start: where an evaluation's time goes.
@@ -331,7 +374,7 @@ class _Run:
     def _session(self, role: str, on_build: Callable[[Any], dict[str, Any]] | None = None) -> Session:
         s = self.pool.take(role) if self.pool is not None else None
         if s is None:
-            s = Session(role, device=self.device, limits_=_limits(self.device), on_build=on_build)
+            s = Session(role, device=self.device, limits_=_limits(self.device, role), on_build=on_build)
         else:
             s.begin(on_build)
         self.result["checks"].setdefault("prestarted", {})[role] = s.prestarted
@@ -416,9 +459,14 @@ class _Run:
         # The trusted reference computes the expected outputs while the solution's child starts and builds.
         with self.timed("start_processes"):
             self.reference = self._session("eager")
-            self.ref_thread = _Background(self._reference_outputs)
             self.stage("compiling")
             sol = self._session("solution", on_build=self._on_build)
+        # Before any input exists: does the problem fit at all (seconds, not a CUDA OOM or the host's OOM killer
+        # minutes later)? The solution's child imports meanwhile.
+        with self.timed("memory_plan"):
+            self._plan_before_trials()
+        # The trusted reference computes the expected outputs while the solution's child loads and builds.
+        self.ref_thread = _Background(self._reference_outputs)
         self.result["isolation"] = dict(sol.child.isolation)
         with self.timed("solution_load"):
             reply = self._untrusted(sol, "load", "loading (import, build, ModelNew construction)",
@@ -437,13 +485,20 @@ class _Run:
         self.result["checks"]["builds"] = self.build_log
         with self.timed("wait_for_reference"):
             self.ref_thread.join()
-        # The reference makes its timing input sets while the solution's trials run: nothing is timed yet.
-        self.ref_thread = _Background(self._timed_reference_sets)
         self.stage("checking")
-        with self.timed("trials"), self._device_lock("trials", shared=True):
-            self._trials(sol)
-        with self.timed("wait_for_reference"):
-            self.ref_thread.join()
+        if self.expected_mode == "memory":
+            # The reference makes its timing input sets while the solution's trials run: nothing is timed yet.
+            self.ref_thread = _Background(self._timed_reference_sets)
+            with self.timed("trials"), self._device_lock("trials", shared=True):
+                self._trials(sol)
+            with self.timed("wait_for_reference"):
+                self.ref_thread.join()
+        else:
+            # Outputs too large to keep: the reference computes each trial's just before the solution's, and
+            # makes its sets after them (one process, one request at a time).
+            with self.timed("trials"), self._device_lock("trials", shared=True):
+                self._trials(sol)
+            self._timed_reference_sets()
         self.stage("timing")
         with self.timed("timing"):
             self._time_solution(sol)
@@ -491,11 +546,47 @@ class _Run:
         with self._device_lock("reference trials", shared=True):
             self._reference_outputs_held()
 
+    def _plan_before_trials(self) -> None:
+        """Load the reference, work out the problem's footprint (cached from an earlier evaluation on this device
+        model, else from the shapes on the meta device), and refuse at once what cannot fit."""
+        ref = self.reference
+        assert ref is not None
+        with self._device_lock("reference load", shared=True), self.timed("reference_load"):
+            self._trusted(ref, "load", timeout=_load_timeout(), **self._load_fields("eager"))
+        self.device_model = sysinfo.device_model(self.device)
+        self.free_at_start = (memory_plan.host_free(), memory_plan.device_free(self.device))
+        cached = memory_plan.load_footprint(self.result["problem_hash"], self.device_model)
+        if cached is not None:
+            sizes, source = cached, "cached"
+        else:
+            reply = self._trusted(ref, "footprint", seed=self.seed)
+            i_b, o_b = reply.get("input_bytes"), reply.get("output_bytes")
+            if type(i_b) is not int:
+                self.result["checks"]["memory_plan"] = {"before_trials": f"no footprint: {reply.get('why')}"}
+                return
+            # An output the meta device cannot work out counts as nothing here: a refusal must be certain.
+            sizes = {"input_bytes": i_b, "output_bytes": o_b if type(o_b) is int else 0, "peak_bytes": 0}
+            source = "meta"
+        p = self._make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
+        self.result["checks"]["memory_plan"] = {"before_trials": p.record()}
+        if not p.fits:
+            raise Verdict("runtime_error", p.message)
+
+    def _make_plan(self, input_bytes: int, output_bytes: int, peak_bytes: int | None,
+                   source: str) -> memory_plan.Plan:
+        per_set = max(1, input_bytes + output_bytes)
+        host, gpu = self.free_at_start
+        return memory_plan.plan(
+            self.device, input_bytes=input_bytes, output_bytes=output_bytes, peak_bytes=peak_bytes, source=source,
+            host=host, gpu=gpu,
+            child_limits=(_limits(self.device, "eager").memory_bytes, _limits(self.device).memory_bytes),
+            n_trials=N_TRIALS,
+            sets_wanted=max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.device] // per_set)),
+            keep_wanted=timing.batch_limits(self.device, output_bytes)[0], tmpfs_work=_tmpfs(sandbox.work_base()))
+
     def _reference_outputs_held(self) -> None:
         ref = self.reference
         assert ref is not None
-        with self.timed("reference_load"):
-            self._trusted(ref, "load", timeout=_load_timeout(), **self._load_fields("eager"))
         self.trial_seeds = [_derived_seed(self.seed, "trial", i) for i in range(N_TRIALS)]
         # The trials' expected outputs depend only on (problem, seed, device): a warm pool keeps them in this
         # trusted process's memory, out of the solution's reach, and the reference skips them.
@@ -509,7 +600,7 @@ class _Run:
             before = set(vars(self))
             with self.timed("reference_trials"):
                 self._reference_trials(ref)
-            if self.pool is not None:
+            if self.pool is not None and self.expected_mode == "memory":
                 # Whatever the trials set on this run (expected outputs, structure, sizes, ...), kept read-only.
                 found = {name: value for name, value in vars(self).items() if name not in before}
                 nbytes = sum(t.numel() * t.element_size() for ts in self.expected + self.ground_truth if ts
@@ -522,58 +613,121 @@ class _Run:
             self._reference_sets(self.reference)
 
     def _reference_trials(self, ref: Session) -> None:
-        self.expected: list[list[Any]] = []
-        # The float64 run of each trial (precision.py), None where it could not be done, and why.
+        self.expected: list[list[Any] | None] = []
+        # The float64 run of each trial (precision.py), None where it could not be done (or not yet: on_demand).
         self.ground_truth: list[list[Any] | None] = []
         self.fp64_notes: list[str] = []
         # Where large outputs are sampled for the precision rule: a seed the solution cannot know.
         self.sample_seeds = [random.SystemRandom().randrange(1 << 31) for _ in self.trial_seeds]
         self.ref_changes_inputs = False
         for i, s in enumerate(self.trial_seeds):
+            if i > 0 and self.expected_mode == "on_demand":
+                # Computed just before the solution's trial i (_expected_trial).
+                self.expected.append(None)
+                self.ground_truth.append(None)
+                continue
+            if i == 0:
+                before = self._trusted(ref, "memory", reset=True)
             reply = self._trusted(ref, "trial", seed=s, file=f"ref_trial_{i}.pt", fp64_file=f"ref64_trial_{i}.pt",
                                   sample_seed=self.sample_seeds[i])
+            if i == 0:
+                after = reply.get("memory_after_call") or self._trusted(ref, "memory")
+                self._measure_footprint(reply, before, after)
             if reply["problems"]:
                 raise EvaluatorError(f"the problem's Model output is unusable: {'; '.join(reply['problems'])}")
-            self.expected.append(ref.tensors(f"ref_trial_{i}.pt"))
-            if reply.get("fp64"):
-                self.ground_truth.append(ref.tensors(f"ref64_trial_{i}.pt"))
-                (ref.workdir / f"ref64_trial_{i}.pt").unlink(missing_ok=True)
-            else:
-                self.ground_truth.append(None)
-                self.fp64_notes.append(str(reply.get("fp64_note") or "no float64 run"))
+            expected = ref.tensors(f"ref_trial_{i}.pt", trusted=True)
+            self.expected.append(expected)
+            (ref.workdir / f"ref_trial_{i}.pt").unlink(missing_ok=True)
+            self.ground_truth.append(self._ground_truth(ref, i, reply))
             self.structure = reply["structure"]
             self.ref_changes_inputs |= bool(reply.get("changed_inputs"))
-            unusable = correctness.reference_problems(self.expected[-1], self.meta, self.device)
+            unusable = correctness.reference_problems(expected, self.meta, self.device)
             if unusable:
                 raise EvaluatorError(f"the problem cannot judge solutions (trial {i + 1}): {'; '.join(unusable)}")
             if i == 0:
                 self._check_deterministic(ref, s)
             self.perturbable = reply["perturbable"] if self.meta.get("perturb_timed_inputs", True) else []
             self.input_bytes, self.output_bytes = int(reply["input_bytes"]), int(reply["output_bytes"])
+            if i == 0 and self.expected_mode == "on_demand":
+                self.expected[0] = self.ground_truth[0] = None  # not kept either: computed again when its turn comes
+
+    def _measure_footprint(self, reply: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> None:
+        """The reference's own peak in its first trial, cached for later evaluations on this device model; and
+        where the trials' expected outputs live (memory_plan.py)."""
+        if self.device == "cuda":
+            peak = int(after.get("cuda_peak_bytes", 0)) - int(before.get("cuda_allocated_bytes", 0))
+        else:
+            peak = int(after.get("vmhwm_bytes", 0)) - int(before.get("vmrss_bytes", 0))
+        footprint = {"input_bytes": int(reply["input_bytes"]), "output_bytes": int(reply["output_bytes"]),
+                     "peak_bytes": max(0, peak)}
+        self.ref_footprint = footprint
+        memory_plan.store_footprint(self.result["problem_hash"], self.device_model, footprint)
+        if (N_TRIALS + 1) * footprint["output_bytes"] > memory_plan.EXPECTED_IN_MEMORY_BYTES:
+            self.expected_mode = "on_demand"
+
+    def _ground_truth(self, ref: Session, i: int, reply: dict[str, Any]) -> list[Any] | None:
+        """Trial i's float64 run (precision.py), read from the reference's file, or None with the reason noted."""
+        if reply.get("fp64"):
+            truth = ref.tensors(f"ref64_trial_{i}.pt", trusted=True)
+            (ref.workdir / f"ref64_trial_{i}.pt").unlink(missing_ok=True)
+            return truth
+        self.fp64_notes.append(str(reply.get("fp64_note") or "no float64 run"))
+        return None
+
+    def _expected_trial(self, i: int) -> list[Any]:
+        """Trial i's expected outputs: kept from the reference's trials, or computed by it now (on_demand)."""
+        kept = self.expected[i]
+        if kept is not None:
+            return kept
+        ref = self.reference
+        assert ref is not None
+        with self.timed("reference_trials"):
+            reply = self._trusted(ref, "trial", seed=self.trial_seeds[i], file=f"ref_trial_{i}.pt",
+                                  fp64_file=f"ref64_trial_{i}.pt", sample_seed=self.sample_seeds[i])
+            if reply["problems"]:
+                raise EvaluatorError(f"the problem's Model output is unusable: {'; '.join(reply['problems'])}")
+            self.ground_truth[i] = self._ground_truth(ref, i, reply)
+            if reply.get("structure") != self.structure:
+                raise EvaluatorError(f"the problem's Model returned {reply.get('structure')} in trial {i + 1}, "
+                                     f"{self.structure} in the first")
+            self.ref_changes_inputs |= bool(reply.get("changed_inputs"))
+            expected = ref.tensors(f"ref_trial_{i}.pt", trusted=True)
+            (ref.workdir / f"ref_trial_{i}.pt").unlink(missing_ok=True)
+            unusable = correctness.reference_problems(expected, self.meta, self.device)
+            if unusable:
+                raise EvaluatorError(f"the problem cannot judge solutions (trial {i + 1}): {'; '.join(unusable)}")
+        return expected
 
     def _reference_sets(self, ref: Session) -> None:
-        per_set = max(1, self.input_bytes + self.output_bytes)
-        self.n_sets = max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.device] // per_set))
+        fp = getattr(self, "ref_footprint", None)
+        self.plan = self._make_plan(self.input_bytes, self.output_bytes, fp["peak_bytes"] if fp else None,
+                                    "measured" if fp else "unmeasured")
+        self.result["checks"].setdefault("memory_plan", {})["timing"] = self.plan.record()
+        if not self.plan.fits:
+            raise Verdict("runtime_error", self.plan.message)
+        self.n_sets = self.plan.n_sets
         rng = random.SystemRandom()
         # Fresh seeds every evaluation: nothing a solution saw before can match these inputs.
         self.set_seeds = [rng.randrange(1 << 31) for _ in range(self.n_sets)]
         # A forward that changes its inputs in place gets a fresh copy of its input set at every call.
         self._trusted(ref, "prepare_timing", seeds=self.set_seeds, copy_sets=self.ref_changes_inputs)
         self.expected_sets: list[list[Any]] = []
-        if not self.perturbable:
+        if not self.perturbable and self.expected_mode == "memory":
             # Only unperturbed timed calls are checked against these; perturbed ones are replayed (check_batch).
             self._trusted(ref, "set_outputs", prefix="ref_set_")
             self.expected_sets = [ref.tensors(f"ref_set_{k}.pt") for k in range(self.n_sets)]
         self.result["checks"].update({"trials": N_TRIALS, "timing_input_sets": self.n_sets,
                                       "input_bytes": self.input_bytes, "output_bytes": self.output_bytes})
-        self.device_model = sysinfo.device_model(self.device)
 
     def _check_deterministic(self, ref: Session, seed: int) -> None:
         """The same inputs again, from another random state: the outputs must agree within the tolerances."""
         reply = self._trusted(ref, "trial", seed=seed, rng_seed=_derived_seed(self.seed, "rerun", 0),
                               file="ref_trial_again.pt")
-        again = ref.tensors("ref_trial_again.pt") if not reply["problems"] else []
-        cmp = correctness.compare(self.expected[0], again, self.meta, self.device)
+        again = ref.tensors("ref_trial_again.pt", trusted=True) if not reply["problems"] else []
+        (ref.workdir / "ref_trial_again.pt").unlink(missing_ok=True)
+        first = self.expected[0]
+        assert first is not None  # kept until this check, in either mode
+        cmp = correctness.compare(first, again, self.meta, self.device)
         if reply.get("structure") != self.structure or not cmp.ok:
             differs = cmp.message if reply.get("structure") == self.structure else \
                 f"the output is {reply.get('structure')}, then {self.structure}"
@@ -617,8 +771,11 @@ class _Run:
                 raise Verdict("wrong_answer", f"{where}: the output is {reply.get('structure')}, the reference's "
                                               f"is {self.structure}")
             got = self._read(sol, f"trial_{i}.pt", where)
-            self._compare(self.expected[i], got, where)
-            check.add(self.expected[i], self.ground_truth[i], got, self.sample_seeds[i])
+            (sol.workdir / f"trial_{i}.pt").unlink(missing_ok=True)
+            expected = self._expected_trial(i)
+            self._compare(expected, got, where)
+            check.add(expected, self.ground_truth[i], got, self.sample_seeds[i])
+            del expected
             del got
             changed = reply.get("changed_inputs")
             if changed and not self.ref_changes_inputs:
@@ -654,10 +811,20 @@ class _Run:
             raise Verdict("runtime_error", f"{where}: the output could not be read ({e})") from None
 
     def _time_solution(self, sol: Session) -> None:
+        # The memory plan's cap on the outputs a batch keeps, for the timing loop's batch_limits (this thread).
+        cap = timing.KEEP_CALLS.set(self.plan.keep_outputs if self.plan is not None else None)
+        try:
+            self._time_solution_planned(sol)
+        finally:
+            timing.KEEP_CALLS.reset(cap)
+
+    def _time_solution_planned(self, sol: Session) -> None:
         # The most a timing batch keeps, with the poison block and room for the call in flight (child.py
         # _reserve_heap; CPU only).
         longest, _ = timing.batch_limits(self.device, self.output_bytes)
         reserve = longest * self.output_bytes + self._poison_bytes() + 2 * self.output_bytes
+        if self.plan is not None and not self.plan.reserve:
+            reserve = 0  # it would not fit beside the sets and the batch's outputs (memory_plan.py)
         reply = self._untrusted(sol, "prepare_timing", "preparing the timing inputs", seeds=self.set_seeds,
                                 copy_sets=self.ref_changes_inputs, reserve_bytes=reserve)
         got = reply.get("reserved_bytes") if isinstance(reply, dict) else None
@@ -689,7 +856,7 @@ class _Run:
                     with self.timed("timing_checks_reference"):
                         self._trusted(ref, "replay", set=k, changes=pending[k], file=f"{prefix}exp_{pos}.pt")
                         pending[k] = []
-                        expected = ref.tensors(f"{prefix}exp_{pos}.pt")
+                        expected = ref.tensors(f"{prefix}exp_{pos}.pt", trusted=True)
                         (ref.workdir / f"{prefix}exp_{pos}.pt").unlink(missing_ok=True)
                 else:
                     expected = self.expected_sets[k]

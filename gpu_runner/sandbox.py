@@ -142,8 +142,31 @@ class Limits:
     tasks: int = 1024
 
 
+_PR_SET_PDEATHSIG = 1
+_LIBC_FOR_CHILDREN: Any = None
+# The host's OOM killer takes a child, not the evaluator that would report why (oom_score_adj, proc(5)).
+CHILD_OOM_SCORE_ADJ = 1000
+
+
 def _preexec(limits: Limits, nproc: int) -> Any:
+    global _LIBC_FOR_CHILDREN
+    if _LIBC_FOR_CHILDREN is None:
+        _LIBC_FOR_CHILDREN = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc, parent = _LIBC_FOR_CHILDREN, os.getpid()
+
     def apply() -> None:
+        # Killed with its parent, kill -9 included (under unshare, --kill-child takes the harness along): a dead
+        # evaluator leaves no child computing on. The kernel sends it when the thread that spawned the child
+        # ends: the thread that runs an evaluation, or a runner's thread that refills its warm pool, both of
+        # which outlive the child.
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)  # the parent died before the line above
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write(str(CHILD_OOM_SCORE_ADJ))
+        except OSError:
+            pass
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
@@ -245,7 +268,12 @@ def _give_to(workdir: Path, uid: int) -> None:
 
 
 def new_workdir(prefix: str) -> Path:
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=work_base()))
+    """A fresh directory named after its owner (`<prefix>o<pid>-...`, gpu_runner/cleanup.py): once this process is
+    gone, however it died, the next evaluation or runner start removes it."""
+    from gpu_runner import cleanup
+
+    base = work_base()
+    path = Path(tempfile.mkdtemp(prefix=f"{prefix}{cleanup.owner_tag(base)}-", dir=base))
     path.chmod(0o700)
     for sub in ("tmp", "cache-torch-extensions", "cache-triton", "cache-cupy", "cache-inductor", "cache-xdg"):
         (path / sub).mkdir()
@@ -299,6 +327,9 @@ def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str
         "wall_clock_s": limits.wall_s,
     }
     child = Child(proc=proc, channel=Channel(parent_sock), workdir=workdir, marker=marker, isolation=isolation)
+    from gpu_runner import cleanup
+
+    cleanup.record_child(workdir, pgid=proc.pid, marker=marker)
     threading.Thread(target=child.log.drain, args=(proc.stdout,), daemon=True).start()
     return child
 
@@ -390,6 +421,9 @@ def kill(child: Child, *, remove_dir: bool = True) -> list[int]:
     child.channel.close()
     if remove_dir:
         shutil.rmtree(child.workdir, ignore_errors=True)
+        from gpu_runner import cleanup
+
+        cleanup.forget_child(child.workdir)
     return sorted(set(escapees))
 
 

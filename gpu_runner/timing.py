@@ -11,6 +11,7 @@ the batch ran, against the expected outputs, and times one back-to-back batch wi
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import random
@@ -91,11 +92,20 @@ CHECK_BYTES = {"cuda": 2 << 30, "cpu": 256 << 20}
 MIN_BATCH = 4
 
 
+# The memory plan's cap on the outputs a checked batch keeps (gpu_runner/memory_plan.py), for the evaluation that
+# runs in this thread; None: KEEP_BYTES alone decides. Below MIN_BATCH where memory is short, never below 2 (a
+# batch needs a call on a fresh set and one on a reused set).
+KEEP_CALLS: contextvars.ContextVar[int | None] = contextvars.ContextVar("kernelhub_keep_calls", default=None)
+
+
 def batch_limits(device: str, output_bytes: int) -> tuple[int, int]:
     """(longest batch, most checks per batch) for outputs of output_bytes per call."""
     if output_bytes <= 0:
         return 100, 100
     longest = max(MIN_BATCH, min(100, KEEP_BYTES[device] // output_bytes))
+    cap = KEEP_CALLS.get()
+    if cap is not None:
+        longest = max(2, min(longest, cap))
     return longest, max(1, CHECK_BYTES[device] // output_bytes)
 
 

@@ -67,6 +67,10 @@ class WarmPool:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'cpu' or 'cuda', not {device!r}")
         self.device = device
+        # A runner's worker makes its pool when it starts: what dead evaluations left goes first (cleanup.py).
+        from gpu_runner import cleanup
+
+        cleanup.sweep(why="warm pool start")
         self.spares: dict[str, Any] = {}
         self.references = ReferenceCache(REFERENCE_CACHE_BYTES[device])
         # (role, pid) of every process handed out, in order: one entry per job, never the same pid twice.
@@ -89,7 +93,7 @@ class WarmPool:
                     continue
                 if spare is not None:
                     spare.close()  # died while waiting (killed for memory, say): replaced
-                session = Session(role, device=self.device, limits_=_limits(self.device))
+                session = Session(role, device=self.device, limits_=_limits(self.device, role))
                 session.prestarted = True
                 self.spares[role] = session
 

@@ -381,6 +381,15 @@ def serve_main(argv: list[str]) -> int:
     if config.get("is_disabled"):
         print(f"Runner {config['name']} is disabled on the site.", file=sys.stderr)
         return 2
+    try:
+        # What evaluations killed with an earlier run of this runner left: directories, processes (cleanup.py).
+        from gpu_runner import cleanup
+
+        swept = cleanup.sweep(why="runner start")
+        logger.info("Start-up cleanup: %d stale work directories removed, %d processes killed",
+                    len(swept["removed"]), len(swept["killed"]))
+    except Exception:  # noqa: BLE001 - the runner serves all the same; each evaluation sweeps again
+        logger.exception("Start-up cleanup failed")
     workers = worker_processes(config=config, site_url=args.site, secret=args.token,
                                pool_workers=args.pool_workers, loglevel=args.loglevel)
     logger.info("Runner %s serving %s (%s) with %d worker(s)", config["name"], config["queue"], config["device"],

@@ -40,6 +40,11 @@ timeout -s INT $(( $(left) - 60 )) $PY -m pytest -p no:cacheprovider -p no:rando
 echo "pytest exit: $? at ${SECONDS} s" >> "$OUT/tests.log"
 wait $FIDELITY_PID; echo "fidelity exit $? at ${SECONDS} s" >> "$OUT/fidelity.log"
 
+# The runner's GPU busy fraction (gpu_runner/sysinfo.gpu_busy): busy for 10 s, then idle for 10 s.
+timeout 60 $PY -c "import time,torch; from gpu_runner import sysinfo as s; print('first', s.gpu_busy(0)); x=torch.randn(8192,8192,device='cuda'); t=time.time()
+while time.time()-t<10: x@x
+torch.cuda.synchronize(); print('busy 10 s', s.gpu_busy(0)); time.sleep(10); print('idle 10 s', s.gpu_busy(0))" >> "$OUT/machine.txt" 2>&1
+
 # 3. KernelBench elementwise problems at their own sizes, one at a time.
 for problem in ${MEMORY_PROBLEMS:-level1/19_ReLU.py level1/20_LeakyReLU.py}; do
   [ "$(left)" -lt 90 ] && break

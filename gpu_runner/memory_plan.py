@@ -1,0 +1,282 @@
+"""Memory by plan (issue 13): before the solution's first trial, what an evaluation will hold, and whether it fits.
+
+The footprint of a problem: its inputs' and outputs' bytes and the reference's own peak (what one call of the
+problem's Model holds on its device: inputs, output, temporaries). Before anything is allocated, the trusted
+reference child works out the inputs' and outputs' sizes on PyTorch's meta device (no memory); after its first
+trial, the measured figures (the CUDA allocator's peak, or the growth of the child's resident memory on a CPU)
+are cached per problem and device model in the cache directory, so later evaluations plan from them at once.
+
+From the footprint and the memory free now (the device's, and the host's: /proc/meminfo's MemAvailable, the
+cgroup's limit less its usage) the plan decides:
+- how many timing input sets the two children hold (today's K = 2..16 by a byte budget, down to 1 where
+  memory is short),
+- how many outputs a checked timing batch keeps (timing.batch_limits, down to 2),
+- where the trials' expected outputs live: in the parent's memory when small, else computed by the reference
+  one at a time, just before the solution's trial that needs it (never N of them in host RAM or /dev/shm),
+- whether the solution's child may fault in its timing reserve (child.py _reserve_heap), which only small
+  outputs can afford.
+Where even one set and two kept outputs do not fit, the evaluation ends at once with the figures (needed, free,
+what to do) instead of running into the host's OOM killer or CUDA's out-of-memory error minutes later.
+
+KERNELHUB_HOST_MEMORY_GB and KERNELHUB_DEVICE_MEMORY_GB cap what the plan counts as free (a host shared with
+other work; the tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+GiB = 1 << 30
+# A CPU child's own address space before any tensor: 0.7 GiB for torch's import alone on the development
+# machine; the guards, the threads' heaps and the freed memory a heap keeps (heap.py) add to it (a reference
+# holding three 2 GiB tensors ran out of 8 GiB).
+CHILD_BASE_BYTES = 7 << 28
+# What such a child holds in memory (its resident set, torch imported): about 0.4 GiB measured.
+CHILD_RSS_BYTES = 1 << 29
+# Per process on a GPU: the CUDA context and the L2 flush buffer.
+CUDA_PROCESS_BYTES = 1 << 30
+# The trials' expected outputs stay in the parent's memory up to this many bytes together.
+EXPECTED_IN_MEMORY_BYTES = 1 << 30
+# Of the free memory, the share an evaluation plans to use: the rest is for whatever else runs on the host.
+USABLE_SHARE = 0.9
+GOAL_RATIO = 3
+MIN_KEEP = 2  # a timing batch needs a call on a fresh set and one on a reused set (timing.run_timing)
+
+
+def _env_gb(name: str) -> int | None:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        gb = float(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: a number of GiB is expected") from None
+    if not gb > 0:
+        raise ValueError(f"{name}={value!r}: must be positive")
+    return int(gb * GiB)
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def host_free() -> dict[str, Any]:
+    """Host memory this evaluation may count on, in bytes, and where the figure comes from."""
+    out: dict[str, Any] = {}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    out["mem_available"] = int(line.split()[1]) * 1024
+                elif line.startswith("MemTotal:"):
+                    out["mem_total"] = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    free = out.get("mem_available")
+    # cgroup v2, then v1: the limit of the group this process runs in, less what the group uses.
+    for limit_path, usage_path in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, usage = _read_int(limit_path), _read_int(usage_path)
+        if limit is not None and usage is not None and limit < (1 << 60):
+            out["cgroup_limit"], out["cgroup_usage"] = limit, usage
+            free = min(free, limit - usage) if free is not None else limit - usage
+            break
+    cap = _env_gb("KERNELHUB_HOST_MEMORY_GB")
+    if cap is not None:
+        out["capped_by_env"] = cap
+        free = min(free, cap) if free is not None else cap
+    out["free"] = max(0, free) if free is not None else None
+    return out
+
+
+def device_free(device: str) -> dict[str, Any]:
+    """The GPU's free and total memory (NVML, without a CUDA context in this process), {} for the CPU."""
+    if device != "cuda":
+        return {}
+    out: dict[str, Any] = {}
+    try:
+        from gpu_runner import sysinfo
+
+        nv = sysinfo._nvml()
+        if nv is not None:
+            info = nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(sysinfo._visible_index()))
+            out = {"free": int(info.free), "total": int(info.total)}
+    except Exception:  # noqa: BLE001 - no NVML: torch's figure
+        out = {}
+    if not out:
+        try:
+            import torch
+
+            free, total = torch.cuda.mem_get_info()
+            out = {"free": int(free), "total": int(total)}
+        except Exception:  # noqa: BLE001 - no figure: the plan cannot judge the device
+            return {"free": None}
+    cap = _env_gb("KERNELHUB_DEVICE_MEMORY_GB")
+    if cap is not None:
+        out["capped_by_env"] = cap
+        out["free"] = min(out["free"], cap)
+    return out
+
+
+# ----- the footprint cache -----
+
+def _footprint_path(problem_hash: str, device_model: str) -> Path:
+    from gpu_runner.sandbox import cache_dir
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in device_model)[:80]
+    return cache_dir() / "footprints" / f"{problem_hash[:32]}-{safe}.json"
+
+
+def load_footprint(problem_hash: str, device_model: str) -> dict[str, int] | None:
+    try:
+        data = json.loads(_footprint_path(problem_hash, device_model).read_text())
+    except (OSError, ValueError):
+        return None
+    keys = ("input_bytes", "output_bytes", "peak_bytes")
+    if not isinstance(data, dict) or not all(type(data.get(k)) is int and data[k] >= 0 for k in keys):
+        return None
+    return {k: data[k] for k in keys}
+
+
+def store_footprint(problem_hash: str, device_model: str, footprint: dict[str, int]) -> None:
+    path = _footprint_path(problem_hash, device_model)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(footprint))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+# ----- the plan -----
+
+@dataclass
+class Plan:
+    fits: bool
+    n_sets: int
+    keep_outputs: int
+    expected: str  # "memory" or "on_demand"
+    reserve: bool
+    footprint: dict[str, Any]
+    needs: dict[str, int] = field(default_factory=dict)
+    free: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _gib(n: float) -> str:
+    return f"{n / GiB:.1f} GiB"
+
+
+def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | None, source: str,
+         host: dict[str, Any], gpu: dict[str, Any], child_limits: tuple[int | None, int | None], n_trials: int,
+         sets_wanted: int,
+         keep_wanted: int, tmpfs_work: bool) -> Plan:
+    """The plan for one evaluation; `sets_wanted` and `keep_wanted` are what the evaluator would use with memory
+    to spare (its byte budgets), reduced here until the evaluation fits. child_limits: the address-space limits of
+    the reference's and the solution's child (None: none, on a GPU)."""
+    ref_limit, sol_limit = child_limits
+    i_b, o_b = max(0, input_bytes), max(0, output_bytes)
+    # The reference's own peak: what one call holds (inputs, output, temporaries); at least inputs + output.
+    peak = max(peak_bytes or 0, i_b + o_b)
+    temps = peak - i_b - o_b
+    poison = min(2 * o_b + (1 << 20), GiB)
+    footprint = {"input_bytes": i_b, "output_bytes": o_b, "peak_bytes": peak, "source": source}
+    expected = "memory" if (n_trials + 1) * o_b <= EXPECTED_IN_MEMORY_BYTES else "on_demand"
+    cpu = device == "cpu"
+
+    def needs(k: int, keep: int) -> dict[str, int]:
+        # The reference: a trial (with the previous trial's output, kept for the null call), then k sets, the
+        # null call's output and a replayed output, or the poison block. The solution: a trial with the poison
+        # block, then k sets and `keep` outputs of a batch (the poison block before the last call), and the
+        # forward's temporaries.
+        ref = max(peak + o_b, k * i_b + o_b + max(o_b, poison) + temps)
+        # A kept output holds on to its call's input set, which a later call of the batch may replace with a
+        # fresh one: one more set at most with the few outputs kept where memory is short.
+        pinned = i_b if keep >= 2 else 0
+        sol = max(peak + poison, k * i_b + pinned + max(keep * o_b, (keep - 1) * o_b + poison) + temps)
+        # The parent: a solution's output at a time (the reference's are mapped from their files, which are
+        # page cache on a disk, memory on tmpfs), and the trials' expected outputs when they are kept.
+        parent = o_b + (n_trials * o_b if expected == "memory" else 0)
+        files = 2 * o_b if tmpfs_work else 0  # the two output files being read, when the work base is tmpfs
+        out = {"reference_child": ref + (CHILD_BASE_BYTES if cpu else 0),
+               "solution_child": sol + (CHILD_BASE_BYTES if cpu else 0)}
+        if cpu:
+            out["host"] = ref + sol + 2 * CHILD_RSS_BYTES + parent + files
+        else:
+            # On a GPU the children's tensors are on the device; the parent compares there (both outputs).
+            out["device"] = ref + sol + 2 * o_b + 3 * CUDA_PROCESS_BYTES
+            out["host"] = parent + files
+        return out
+
+    host_free_b = host.get("free")
+    gpu_free_b = gpu.get("free")
+
+    def over_limit(n: dict[str, int]) -> list[tuple[str, int, int]]:
+        return [(who, n[key], limit) for who, key, limit in (("the reference's", "reference_child", ref_limit),
+                                                              ("the solution's", "solution_child", sol_limit))
+                if limit is not None and n[key] > limit]
+
+    def fits(n: dict[str, int]) -> bool:
+        if over_limit(n):
+            return False
+        if host_free_b is not None and n["host"] > USABLE_SHARE * host_free_b:
+            return False
+        if "device" in n and gpu_free_b is not None and n["device"] > USABLE_SHARE * gpu_free_b:
+            return False
+        return True
+
+    k, keep = max(1, sets_wanted), max(MIN_KEEP, keep_wanted)
+    while not fits(needs(k, keep)) and k > 1:
+        k -= 1
+    while not fits(needs(k, keep)) and keep > MIN_KEEP:
+        keep -= 1
+    # The goal on a GPU: at most about GOAL_RATIO x the reference's own footprint, for footprints that matter.
+    # More sets and longer batches buy little once a call moves gigabytes: they go first.
+    goal = GOAL_RATIO * peak + 3 * CUDA_PROCESS_BYTES
+    while not cpu and peak >= GiB and needs(k, keep)["device"] > goal and (k > 1 or keep > MIN_KEEP):
+        if k > 1:
+            k -= 1
+        else:
+            keep -= 1
+    n = needs(k, keep)
+    ok = fits(n)
+    # The reserve faults in a batch's outputs, the poison block and two more outputs once more: only where twice
+    # the solution's timing memory fits in its limit.
+    reserve = cpu and 2 * n["solution_child"] + 2 * o_b <= (sol_limit or 1 << 62)
+    result = Plan(ok, k, keep, expected, reserve, footprint, n,
+                  {"host": host, **({"device": gpu} if device == "cuda" else {}),
+                   "child_limits": {"reference": ref_limit, "solution": sol_limit}})
+    if not ok:
+        result.message = _refusal(device, footprint, n, host_free_b, gpu_free_b, over_limit(n))
+    return result
+
+
+def _refusal(device: str, fp: dict[str, Any], n: dict[str, int], host_free_b: int | None, gpu_free_b: int | None,
+             over: list[tuple[str, int, int]]) -> str:
+    what = (f"inputs {_gib(fp['input_bytes'])}, output {_gib(fp['output_bytes'])}, the reference's own peak "
+            f"{_gib(fp['peak_bytes'])} ({'measured' if fp['source'] != 'meta' else 'estimated from the shapes'})")
+    short = []
+    for who, need, limit in over:
+        short.append(f"{who} process needs {_gib(need)} of address space, over its limit of {_gib(limit)} "
+                     "(KERNELHUB_CHILD_MEMORY_GB)")
+    if host_free_b is not None and n["host"] > USABLE_SHARE * host_free_b:
+        short.append(f"it needs {_gib(n['host'])} of host memory, {_gib(host_free_b)} is free")
+    if "device" in n and gpu_free_b is not None and n["device"] > USABLE_SHARE * gpu_free_b:
+        short.append(f"it needs {_gib(n['device'])} of GPU memory, {_gib(gpu_free_b)} is free")
+    return (f"the problem does not fit in this {'GPU' if device == 'cuda' else 'machine'}'s memory, even with one "
+            f"timing input set and two checked outputs per batch: {'; '.join(short)} ({what}). Make the problem's "
+            "inputs smaller, or run it on a runner with more memory"
+            + (" (or raise KERNELHUB_CHILD_MEMORY_GB where the host has it)" if over else ""))

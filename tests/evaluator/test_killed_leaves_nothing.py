@@ -1,0 +1,72 @@
+"""kill -9 of the evaluator in the middle of timing: its children die with it, and the next evaluation's start
+removes the work directories it left and says so (issue 13)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from tests.evaluator.helpers import FIXTURES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _command() -> list[str]:
+    return [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(FIXTURES / "relu_scale.py"),
+            "--solution", str(FIXTURES / "relu_scale_cpp.py"), "--json"]
+
+
+def _gone(pids: list[int], within_s: float) -> list[int]:
+    end = time.monotonic() + within_s
+    while True:
+        alive = [pid for pid in pids if psutil.pid_exists(pid)
+                 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+        if not alive or time.monotonic() > end:
+            return alive
+        time.sleep(0.2)
+
+
+def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
+    work = tmp_path / "work"
+    # A long timing loop, so that the kill lands inside it.
+    env = {**os.environ, "KERNELHUB_WORK_DIR": str(work), "KERNELHUB_TIMING_BUDGET_S": "60"}
+    victim = subprocess.Popen(_command(), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    seen = []
+    try:
+        for line in victim.stderr:
+            seen.append(line)
+            if "stage timing" in line:
+                break
+        else:
+            raise AssertionError("the evaluation never reached timing:\n" + "".join(seen[-40:]))
+        time.sleep(1.0)
+        children = [p.pid for p in psutil.Process(victim.pid).children(recursive=True)]
+        assert len(children) >= 2, children  # the reference and the solution (each under unshare, or not)
+        left = sorted(p.name for p in work.iterdir() if not p.name.startswith("."))
+        assert any(n.startswith("solution-") for n in left) and any(n.startswith("eager-") for n in left), left
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=10)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    # Killed with their parent (PR_SET_PDEATHSIG), not left computing.
+    assert _gone(children, 10) == []
+    stale = sorted(str(p) for p in work.iterdir() if not p.name.startswith("."))
+    assert stale, "the killed evaluation left no directory: nothing to check the cleanup with"
+
+    env["KERNELHUB_TIMING_BUDGET_S"] = "1"
+    nxt = subprocess.run(_command(), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert nxt.returncode == 0, nxt.stderr[-3000:]
+    result = json.loads(nxt.stdout)
+    assert result["verdict"] == "accepted", result["message"]
+    assert sorted(result["checks"]["cleanup"]["removed"]) == stale
+    assert "cleanup (evaluation start): removed" in nxt.stderr
+    # Nothing of either evaluation is left: no directory, no record, no owner lock of a dead process.
+    assert [p.name for p in work.iterdir() if not p.name.startswith(".")] == []
+    assert list((work / ".owners").iterdir()) == []

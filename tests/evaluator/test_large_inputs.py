@@ -1,0 +1,61 @@
+"""A problem with 2 GiB tensors on the CPU track, within a 24 GiB machine's memory (issue 13), and one that cannot
+fit, refused at once with the figures. Through the command line, as a runner host runs it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.evaluator.helpers import FIXTURES
+
+LARGE = FIXTURES / "relu_large.py"
+HONEST_FILE = FIXTURES / "relu_scale_cpp.py"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _evaluate(tmp_path: Path, **env: str) -> tuple[dict, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(LARGE), "--solution", str(HONEST_FILE),
+         "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=2400,
+        env={**os.environ, "KERNELHUB_WORK_DIR": str(tmp_path / "work"), **env})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout), proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2700)  # 2 GiB drawn and moved some 40 times, and both baselines, on 2 cores
+def test_it_accepts_an_honest_solution_over_a_2_gib_input(tmp_path):
+    # Few timed calls: this is about memory, not the precision of the time. The solution's child needs 9.8 GiB of
+    # address space by the plan (a set, a set a kept output holds on to, two outputs): over the default 8.
+    result, stderr = _evaluate(tmp_path, KERNELHUB_MAX_REPS="8", KERNELHUB_TIMING_BUDGET_S="1",
+                               KERNELHUB_CHILD_MEMORY_GB="10")
+    assert result["verdict"] == "accepted", result["message"]
+    assert result["checks"]["input_bytes"] == 8192 * 65536 * 4
+    plan = result["checks"]["memory_plan"]["timing"]
+    assert plan["fits"] and plan["n_sets"] == 1 and plan["expected"] == "on_demand", plan
+    assert plan["keep_outputs"] >= 2
+    assert result["checks"]["timing_input_sets"] == 1
+
+
+def test_it_refuses_a_problem_larger_than_the_host_memory_in_seconds(tmp_path):
+    result, _ = _evaluate(tmp_path, KERNELHUB_HOST_MEMORY_GB="3")
+    # Seconds (22 s with the 2-core machine's load average at 13): the reference's start and the footprint.
+    assert result["wall_s"] < 90
+    assert result["verdict"] == "runtime_error"
+    message = result["message"]
+    assert "does not fit" in message and "GiB of host memory" in message and "3.0 GiB is free" in message, message
+    assert "inputs 2.0 GiB" in message, message
+    before = result["checks"]["memory_plan"]["before_trials"]
+    assert before["fits"] is False and before["footprint"]["source"] in ("meta", "cached")
+    # Refused before any trial: no input of 2 GiB was made.
+    assert "trials" not in result["stage_seconds"]
+
+
+def test_it_refuses_a_problem_over_the_childrens_memory_limit(tmp_path):
+    result, _ = _evaluate(tmp_path, KERNELHUB_CHILD_MEMORY_GB="3")
+    assert result["verdict"] == "runtime_error"
+    assert "over its limit of 3.0 GiB (KERNELHUB_CHILD_MEMORY_GB)" in result["message"], result["message"]
