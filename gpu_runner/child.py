@@ -529,8 +529,9 @@ class Harness:
             self._save(tensors, msg["file"])
         fp64: dict = {}
         if wants_fp64:
-            # The inputs as they were before the call (a forward may change them in place).
-            original = [x if b is None else b for x, b in zip(inputs, before, strict=True)]
+            # The inputs as they were before the call: the same seed draws them again where the forward changed
+            # them in place (no copy of every input is kept: gpu_runner/memory_plan.py).
+            original = self._make_inputs(int(msg["seed"])) if changed else inputs
             fp64 = self._float64_outputs(model64, original, tensors, structure, msg)
             del original
         del before, model64
