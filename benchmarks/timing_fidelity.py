@@ -312,6 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kernelbench", type=Path, default=None, help="a KernelBench checkout's KernelBench/ folder")
     p.add_argument("--only", default="", help="comma-separated substrings of case names")
     p.add_argument("--parallel", type=int, default=3, help="cases prepared at once (timing is one at a time)")
+    p.add_argument("--prepare", type=int, default=0, help=(
+        "first run every case this many at a time, only to build and load (results dropped, baselines forgotten), "
+        "then measure the cases one after another on a quiet host: builds and compiles beside a timed phase load "
+        "the host's CPUs and lengthen short calls"))
+    p.add_argument("--wait-for", type=Path, default=None, help=(
+        "after --prepare, wait (until the deadline) for this file to exist before measuring: what else runs on "
+        "the host creates it when it is done"))
     p.add_argument("--deadline-s", type=float, default=1500.0, help="stop starting cases after this long")
     p.add_argument("--out", type=Path, default=None, help="JSON file, rewritten after every case")
     a = p.parse_args(argv)
@@ -334,16 +341,29 @@ def main(argv: list[str] | None = None) -> int:
         problem, solution = resolve(problem_spec, a.kernelbench), resolve(solution_spec, a.kernelbench)
         if time.monotonic() > deadline:
             return name, {"error": "not started: past the deadline"}, {}
-        # Both sides build and load at once; each takes the device lock only while it times.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as sides:
-            t0 = time.monotonic()
-            plain_future = sides.submit(_run_plain, problem, solution, a.device, env, deadline)
+        t0 = time.monotonic()
+        if a.parallel > 1 or a.prepare == 0:
+            # Both sides build and load at once; each takes the device lock only while it times.
+            with concurrent.futures.ThreadPoolExecutor(max_workers=2) as sides:
+                plain_future = sides.submit(_run_plain, problem, solution, a.device, env, deadline)
+                result = _run_evaluator(problem, solution, a.device, env, deadline)
+                plain_res = plain_future.result()
+        else:  # one side at a time: nothing else loads the host while either times
+            plain_res = _run_plain(problem, solution, a.device, env, deadline)
             result = _run_evaluator(problem, solution, a.device, env, deadline)
-            result["fidelity_wall_s"] = round(time.monotonic() - t0, 1)
-            plain_res = plain_future.result()
-            plain_res["wall_s"] = round(time.monotonic() - t0, 1)
+        result["fidelity_wall_s"] = plain_res["wall_s"] = round(time.monotonic() - t0, 1)
         return name, plain_res, result
 
+    if a.prepare > 0:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.prepare) as pool:
+            for name, _, result in pool.map(one, cases):
+                print(f"[{time.strftime('%H:%M:%S')}] prepared {name}: {result.get('verdict')}", file=sys.stderr,
+                      flush=True)
+        while a.wait_for is not None and not a.wait_for.exists() and time.monotonic() < deadline - 120:
+            time.sleep(2)
+        for measured in (Path(env["KERNELHUB_CACHE_DIR"]) / "baselines").glob("*.json"):
+            measured.unlink()  # measured beside the builds: measured again below, on a quiet host
+        a.parallel = 1
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.parallel)) as pool:
         futures = [pool.submit(one, c) for c in cases]
         for fut in concurrent.futures.as_completed(futures):
