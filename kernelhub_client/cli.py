@@ -302,8 +302,8 @@ def _stage_label(status: Any, stage: Any) -> str:
         return "failed"
     if status == "running" and stage == "queued":
         return "starting on a runner"
-    return {"queued": "queued", "compiling": "compiling", "checking": "checking correctness",
-            "timing": "timing"}.get(stage, str(stage or status))
+    return {"queued": "queued", "prescreen": "pre-screening the source", "compiling": "compiling",
+            "checking": "checking correctness", "timing": "timing"}.get(stage, str(stage or status))
 
 
 def _where(data: dict) -> str:

@@ -21,7 +21,8 @@ def one_json_object(stdout: str) -> dict:
 
 
 # The labels of the progress line, in the order an evaluation goes through them.
-PROGRESS_ORDER = ["queued", "starting on a runner", "compiling", "checking correctness", "timing", "done"]
+PROGRESS_ORDER = ["queued", "starting on a runner", "pre-screening the source", "compiling", "checking correctness",
+                  "timing", "done"]
 
 
 def progress_labels(stderr: str) -> list[str]:

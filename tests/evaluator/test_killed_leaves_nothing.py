@@ -31,6 +31,14 @@ def _gone(pids: list[int], within_s: float) -> list[int]:
         time.sleep(0.2)
 
 
+def _describe(pid: int) -> str:
+    try:
+        p = psutil.Process(pid)
+        return f"{pid} {p.status()} {' '.join(p.cmdline())[:200]}"
+    except psutil.Error as e:
+        return f"{pid}: {e}"
+
+
 def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
     work = tmp_path / "work"
     # A long timing loop, so that the kill lands inside it.
@@ -55,8 +63,10 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
     finally:
         if victim.poll() is None:
             victim.kill()
-    # Killed with their parent (PR_SET_PDEATHSIG), not left computing.
-    assert _gone(children, 10) == []
+    # Killed with their parent (PR_SET_PDEATHSIG), not left computing. (A process tearing down gigabytes of memory
+    # on a loaded 2-core machine can take seconds to exit; one was still there after 10 s once in CI.)
+    survivors = _gone(children, 30)
+    assert survivors == [], [_describe(pid) for pid in survivors]
     stale = sorted(str(p) for p in work.iterdir() if not p.name.startswith("."))
     assert stale, "the killed evaluation left no directory: nothing to check the cleanup with"
 
