@@ -567,6 +567,7 @@ class _Run:
             # An output the meta device cannot work out counts as nothing here: a refusal must be certain.
             sizes = {"input_bytes": i_b, "output_bytes": o_b if type(o_b) is int else 0, "peak_bytes": 0}
             source = "meta"
+        self.sizes_before_trials = sizes
         p = self._make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
         self.result["checks"]["memory_plan"] = {"before_trials": p.record()}
         if not p.fits:
@@ -628,7 +629,7 @@ class _Run:
                 continue
             if i == 0:
                 before = self._trusted(ref, "memory", reset=True)
-            reply = self._trusted(ref, "trial", seed=s, file=f"ref_trial_{i}.pt", fp64_file=f"ref64_trial_{i}.pt",
+            reply = self._trusted(ref, "trial", seed=s, file=f"ref_trial_{i}.pt", fp64_file=self._fp64_file(i),
                                   sample_seed=self.sample_seeds[i])
             if i == 0:
                 after = reply.get("memory_after_call") or self._trusted(ref, "memory")
@@ -665,13 +666,27 @@ class _Run:
         if (N_TRIALS + 1) * footprint["output_bytes"] > memory_plan.EXPECTED_IN_MEMORY_BYTES:
             self.expected_mode = "on_demand"
 
+    def _fp64_file(self, i: int) -> str | None:
+        """Where trial i's float64 run goes, or None where the precision rule's run is skipped: it doubles the
+        reference's memory (a float64 copy of the model, the inputs and the outputs), so it runs only where the
+        memory plan keeps the expected outputs in memory (the footprint known before the trials)."""
+        sizes = getattr(self, "sizes_before_trials", None)
+        if sizes and (N_TRIALS + 1) * int(sizes.get("output_bytes") or 0) > memory_plan.EXPECTED_IN_MEMORY_BYTES:
+            note = ("skipped: the outputs are over the memory plan's in-memory bound, and a float64 run would double "
+                    "the reference's memory")
+            if note not in self.fp64_notes:
+                self.fp64_notes.append(note)
+            return None
+        return f"ref64_trial_{i}.pt"
+
     def _ground_truth(self, ref: Session, i: int, reply: dict[str, Any]) -> list[Any] | None:
         """Trial i's float64 run (precision.py), read from the reference's file, or None with the reason noted."""
         if reply.get("fp64"):
             truth = ref.tensors(f"ref64_trial_{i}.pt", trusted=True)
             (ref.workdir / f"ref64_trial_{i}.pt").unlink(missing_ok=True)
             return truth
-        self.fp64_notes.append(str(reply.get("fp64_note") or "no float64 run"))
+        if "fp64" in reply:  # asked for, and not done: the child says why (not asked: _fp64_file noted why)
+            self.fp64_notes.append(str(reply.get("fp64_note") or "no float64 run"))
         return None
 
     def _expected_trial(self, i: int) -> list[Any]:
@@ -683,7 +698,7 @@ class _Run:
         assert ref is not None
         with self.timed("reference_trials"):
             reply = self._trusted(ref, "trial", seed=self.trial_seeds[i], file=f"ref_trial_{i}.pt",
-                                  fp64_file=f"ref64_trial_{i}.pt", sample_seed=self.sample_seeds[i])
+                                  fp64_file=self._fp64_file(i), sample_seed=self.sample_seeds[i])
             if reply["problems"]:
                 raise EvaluatorError(f"the problem's Model output is unusable: {'; '.join(reply['problems'])}")
             self.ground_truth[i] = self._ground_truth(ref, i, reply)
