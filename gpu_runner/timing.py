@@ -222,6 +222,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     rng = random.SystemRandom()
     session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
     times: list[float] = []  # the calls the statistics are taken over
+    all_times: list[float] = []  # every timed call, the op-recorded ones included
     calls = 0
     tails: list[float] = []
     escaped: list[float] = []  # per call, the time added for a tail beyond the allowance
@@ -296,6 +297,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             check_batch(positions, order, perturb)
             checked += len(positions)
         calls += len(batch_times)
+        all_times += batch_times
         for change, k, t, rec in zip(perturb, order, batch_times, recorded, strict=True):
             if rec:
                 continue
@@ -320,6 +322,10 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         per_call_s = (time.monotonic() - batch_start) / len(batch_times)
         fits = math.ceil(max(0.0, budget_end - time.monotonic()) / max(per_call_s, 1e-6))
         batch = max(MIN_BATCH, min(longest, batch * 2, fits)) if compared else min(longest, batch * 2)
+    if not times:
+        # Every call was op-recorded (a run capped at fewer calls than RECORD_FIRST): their times, with the
+        # record's cost in them, are all there is.
+        times = all_times
     audit = None
     if audits:
         audit = clock_audit(summarize(times)["median_us"], audits, device)
