@@ -63,10 +63,12 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
     finally:
         if victim.poll() is None:
             victim.kill()
-    # Killed with their parent (PR_SET_PDEATHSIG), not left computing. (A process tearing down gigabytes of memory
-    # on a loaded 2-core machine can take seconds to exit; one was still there after 10 s once in CI.)
+    # Killed with their parent (PR_SET_PDEATHSIG), or, where the kill landed while the clock audit held the
+    # solution stopped (SIGSTOP; seen here: its process stayed stopped), removed by the next evaluation's start-up
+    # sweep below. Nothing may be left computing meanwhile.
     survivors = _gone(children, 30)
-    assert survivors == [], [_describe(pid) for pid in survivors]
+    assert all(psutil.Process(pid).status() == psutil.STATUS_STOPPED for pid in survivors
+               if psutil.pid_exists(pid)), [_describe(pid) for pid in survivors]
     stale = sorted(str(p) for p in work.iterdir() if not p.name.startswith("."))
     assert stale, "the killed evaluation left no directory: nothing to check the cleanup with"
 
@@ -77,6 +79,8 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
     assert result["verdict"] == "accepted", result["message"]
     assert sorted(result["checks"]["cleanup"]["removed"]) == stale
     assert "cleanup (evaluation start): removed" in nxt.stderr
+    left_running = _gone(children, 10)
+    assert left_running == [], [_describe(pid) for pid in left_running]
     # Nothing of either evaluation is left: no directory, no record, no owner lock of a dead process.
     assert [p.name for p in work.iterdir() if not p.name.startswith(".")] == []
     assert list((work / ".owners").iterdir()) == []
