@@ -90,6 +90,7 @@ class Harness:
         self.flush_buf: Any = None
         self.poison_bytes = 0
         self.builds = 0
+        self.awake_until = 0.0  # serve() polls without sleeping until then (op_time_batch's stay_awake_s)
         if role == "solution":
             # Imported now, before the job arrives (a pre-started child waits here, gpu_runner/warm.py): entering
             # the guards' dispatch mode imports torch._dynamo lazily, seconds of work that would fall in `load`.
@@ -101,6 +102,8 @@ class Harness:
     def serve(self) -> None:
         while True:
             try:
+                if self.awake_until > self.monotonic():
+                    self.channel.spin_until_readable(self.awake_until)
                 msg = self.channel.recv()
             except Exception:  # noqa: BLE001 - the parent went away: nothing left to do
                 os._exit(0)
@@ -794,6 +797,8 @@ class Harness:
                 tails.append(tail)
         finally:
             self.policy = policy
+        # The next call's request is expected within stay_awake_s: wait for it awake (Channel.spin_until_readable).
+        self.awake_until = self.monotonic() + min(0.1, max(0.0, float(msg.get("stay_awake_s") or 0.0)))
         return {"times_us": times, "tails_us": tails if self.device == "cuda" else None, "phases_us": self.phases_us}
 
     def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None) -> tuple[float, float | None]:

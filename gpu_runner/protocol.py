@@ -66,6 +66,16 @@ class Channel:
             n -= len(chunk)
         return b"".join(chunks)
 
+    def spin_until_readable(self, until: float) -> bool:
+        """Poll, never sleeping, until a message is waiting or time.monotonic() passes `until`; True if one is.
+        A child between timed calls waits this way: a thread that sleeps in recv wakes, when the next call's
+        request comes, on a core that has gone idle, and its first microseconds of work run slower."""
+        while time.monotonic() < until:
+            ready, _, _ = select.select([self.sock], [], [], 0)
+            if ready:
+                return True
+        return False
+
     def recv(self, deadline: float | None = None) -> dict[str, Any]:
         (size,) = _HEADER.unpack(self._recv_exact(_HEADER.size, deadline))
         if size > MAX_MESSAGE_BYTES:

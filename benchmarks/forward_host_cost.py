@@ -1,0 +1,391 @@
+"""Where the host's time inside a timed forward goes: one process, the same honest forward, under each of the
+evaluator's pieces in turn.
+
+A kernel shorter than the host's work in forward is timed by that work: the L2 flush queued before the start
+event hides host time only up to its own length. So a harness piece that costs the host microseconds inside
+forward shows up in the window of a short kernel. This script times one solution (and the problem's own
+Model) as the fidelity benchmark's plain side does, then again with one piece of the evaluator added at a time,
+in an order that never needs one undone (process-wide installs last):
+
+- plain; with an idle gap before each call (a sleep, a pipe round trip to another process, some Python work:
+  the evaluator's children wait for the parent's next request between timed calls);
+- inside the op guard's dispatch mode alone, the ITT decoy alone, the legacy op record alone;
+- with the allowed ops falling through the Python key; the whole forward_guard, with and without the decoy;
+- after install_process_guards (audit hook, thread and library guards);
+- the evaluator's own child.Harness, in this process, for the eager role and then the solution role: its
+  _timed_call host time (phases forward_host) and window.
+
+For each variant: the median host time in forward, the median event window (CUDA) and, on one call, the
+Python functions that ran inside forward (sys.setprofile), which names any Python the harness added there.
+
+    python benchmarks/forward_host_cost.py --problem benchmarks/fidelity/add_small.py \
+        --solution benchmarks/fidelity/add_small_solution.py --device cuda --out result.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks._common import machine  # noqa: E402
+
+CALLS, WARMUP = 200, 20
+
+
+def _import(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Echo:
+    """Another process that answers each line: the round trip a child makes to its parent between calls."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", "-c", "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def round_trip(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("x\n")
+        self.proc.stdin.flush()
+        self.proc.stdout.readline()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+class _Parent:
+    """The parent's side of a solution's build request, for a Harness driven in this process: the extension was
+    built when this script imported the solution, so the reply names torch's build directory for it."""
+
+    reply: dict = {}
+
+    def send(self, msg: dict) -> None:
+        from torch.utils import cpp_extension
+
+        name = msg["request"]["name"]
+        self.reply = {"ok": True, "dir": cpp_extension._get_build_directory(name, verbose=False)}
+
+    def recv(self) -> dict:
+        return self.reply
+
+
+def _churn() -> None:
+    # About the Python the harness runs between calls (fingerprints, replies): evicts forward's hot paths.
+    json.loads(json.dumps([{"k": i, "v": [i] * 8} for i in range(300)]))
+
+
+_audit_counts: collections.Counter[str] = collections.Counter()
+_audit_on = [False]
+
+
+def _count_audit(event: str, args: Any) -> None:
+    if _audit_on[0]:
+        _audit_counts[event] += 1
+
+
+sys.addaudithook(_count_audit)  # before the evaluator's guards: it counts the audit events forward raises
+
+
+def _python_calls(fn: Any, inputs: list, enter: Any) -> dict[str, int]:
+    """The Python functions (file:name) that ran inside one call of fn, and the audit events it raised (every
+    one runs the guards' audit hook, once installed), counted. sys.setprofile only before the process guards,
+    which refuse it."""
+    counts: collections.Counter[str] = collections.Counter()
+    from gpu_runner import guards
+
+    if guards._installed:
+        _audit_counts.clear()
+        with enter():
+            _audit_on[0] = True
+            try:
+                fn(*inputs)
+            finally:
+                _audit_on[0] = False
+        return {f"audit:{k}": v for k, v in _audit_counts.items()}
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            counts[f"{os.path.basename(code.co_filename)}:{code.co_name}"] += 1
+        elif event == "c_call":
+            counts[f"C:{getattr(arg, '__qualname__', getattr(arg, '__name__', repr(arg)))}"] += 1
+
+    _audit_counts.clear()
+    with enter():
+        _audit_on[0] = True
+        sys.setprofile(profile)
+        try:
+            fn(*inputs)
+        finally:
+            sys.setprofile(None)
+            _audit_on[0] = False
+    counts.pop("C:setprofile", None)
+    counts.update({f"audit:{k}": v for k, v in _audit_counts.items()})
+    return dict(counts.most_common(25))
+
+
+def measure(torch: Any, fn: Any, inputs: list, device: str, flush: Any, enter: Any = contextlib.nullcontext,
+            gap: Any = None) -> dict:
+    """Median host time in forward and (CUDA) median event window, the evaluator's way: the context entered
+    outside the window, the flush queued, events right around forward, a device-wide synchronise after."""
+    hosts, windows = [], []
+    for i in range(WARMUP + CALLS):
+        if gap is not None:
+            gap()
+        with enter():
+            if device == "cuda":
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                flush.fill_(1)
+                start.record()
+                h0 = time.perf_counter()
+                out = fn(*inputs)
+                h1 = time.perf_counter()
+                end.record()
+                end.synchronize()
+                torch.cuda.synchronize()
+                window = start.elapsed_time(end) * 1000.0
+            else:
+                flush.fill_(1)
+                h0 = time.perf_counter()
+                out = fn(*inputs)
+                h1 = time.perf_counter()
+                window = (h1 - h0) * 1e6
+        del out
+        if i >= WARMUP:
+            hosts.append((h1 - h0) * 1e6)
+            windows.append(window)
+    return {"host_us": round(statistics.median(hosts), 2), "window_us": round(statistics.median(windows), 2),
+            "host_p90_us": round(sorted(hosts)[int(0.9 * len(hosts))], 2)}
+
+
+def harness_timing(role: str, problem: Path, solution: Path, device: str) -> dict:
+    """The evaluator's child.Harness for `role`, driven in this process (no sandbox, no parent): load, input
+    sets, warm-up, then timed calls one request at a time as timing.py sends them."""
+    from gpu_runner.child import Harness
+
+    harness = Harness(_Parent(), role, {})
+    harness.op_load({"device": device, "seed": 0, "problem_file": str(problem), "solution_file": str(solution),
+                     "policy": {}})
+    harness.op_prepare_timing({"seeds": [11, 12, 13]})
+    harness.op_warmup({"calls": WARMUP, "max_s": 30})
+    harness.phases_us = {}
+    times = []
+    for i in range(CALLS):
+        reply = harness.op_time_batch({"order": [i % 3], "keep": False, "record": False})
+        times.extend(reply["times_us"])
+    return {"window_us": round(statistics.median(times), 2),
+            "host_us_mean": round(harness.phases_us.get("forward_host", 0.0) / CALLS, 2) if device == "cuda" else None,
+            "phases_us_per_call": {k: round(v / CALLS, 2) for k, v in harness.phases_us.items()}}
+
+
+def child_timing(role: str, problem: Path, solution: Path, device: str) -> dict:
+    """The evaluator's own child for `role`, started as an evaluation starts it (sandbox.spawn, locked down), driven
+    through its channel: load, input sets, warm-up, then CALLS timed calls one request each (as timing.py sends
+    them), then CALLS calls in one request. The difference between the two is what the wait for the next request
+    costs a call; the difference from the in-process Harness is what the process's sandbox costs."""
+    import shutil
+
+    from gpu_runner import builds, evaluate
+
+    def on_build(raw: Any) -> dict:
+        req = builds.validate_request(raw)
+        res = builds.build(req, device=device)
+        if not res.ok or res.library is None:
+            return {"ok": False, "message": res.message}
+        target = session.workdir / "ext" / res.key
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(res.library, target / res.library.name)
+        return {"ok": True, "dir": f"ext/{res.key}"}
+
+    session = evaluate.Session(role, device=device, limits_=evaluate._limits(device, role), on_build=on_build)
+    try:
+        (session.workdir / "problem.py").write_text(problem.read_text())
+        if role == "solution":
+            (session.workdir / "solution.py").write_text(solution.read_text())
+        session.request("load", timeout=600, device=device, seed=0, problem_file="problem.py",
+                        solution_file="solution.py" if role == "solution" else None, policy={})
+        session.request("prepare_timing", seeds=[11, 12, 13])
+        session.request("warmup", calls=WARMUP, max_s=30)
+        result: dict = {"isolation": session.child.isolation}
+        for how in ("one call per request", "one call per request, awake between", "all calls in one request"):
+            before = session.request("time_batch", order=[0], keep=False, record=False)["phases_us"]
+            times: list[float] = []
+            if how.startswith("one call per request"):
+                awake = 0.02 if how.endswith("awake between") else 0.0
+                for i in range(CALLS):
+                    reply = session.request("time_batch", order=[i % 3], keep=False, record=False,
+                                            stay_awake_s=awake)
+                    times.extend(reply["times_us"])
+            else:
+                reply = session.request("time_batch", order=[i % 3 for i in range(CALLS)], keep=False, record=False)
+                times = list(reply["times_us"])
+            after = reply["phases_us"]
+            result[how] = {"window_us": round(statistics.median(times), 2),
+                           "phases_us_per_call": {k: round((v - before.get(k, 0.0)) / CALLS, 2)
+                                                  for k, v in after.items()}}
+        return result
+    finally:
+        session.close()
+
+
+def _guarded(out: dict, key: str, work: Any) -> None:
+    try:
+        out[key] = work()
+    except Exception as e:  # noqa: BLE001 - one part failing leaves the others' figures standing
+        out[key] = {"error": f"{type(e).__name__}: {e}"[:600]}
+
+
+def run(problem_path: Path, solution_path: Path, device: str, deadline: float, out: dict,
+        save: Any) -> None:
+    # The evaluator's real children first: separate processes, untouched by what this one installs later.
+    for role in ("eager", "compile", "solution"):
+        if time.monotonic() < deadline:
+            _guarded(out.setdefault("children", {}), role,
+                     lambda role=role: child_timing(role, problem_path, solution_path, device))
+            save()
+    in_process(problem_path, solution_path, device, deadline, out, save)
+
+
+def in_process(problem_path: Path, solution_path: Path, device: str, deadline: float, out: dict,
+               save: Any) -> None:
+    import torch
+
+    from gpu_runner import guards
+
+    problem = _import(problem_path, "cost_problem")
+    init = list(problem.get_init_inputs())
+    torch.manual_seed(0)
+    model = problem.Model(*init).to(device)
+    solution = _import(solution_path, "cost_solution")
+    torch.manual_seed(0)
+    model_new = solution.ModelNew(*init).to(device)
+    torch.manual_seed(1)
+    if device == "cuda":
+        with torch.device("cuda"):
+            inputs = list(problem.get_inputs())
+        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
+        flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device="cuda")
+    else:
+        inputs = list(problem.get_inputs())
+        flush = torch.empty(16 << 20, dtype=torch.uint8)
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    echo = _Echo()
+    variants: dict[str, dict] = out.setdefault("variants", {})
+    calls: dict[str, dict] = out.setdefault("python_in_forward", {})
+
+    def one(name: str, fn: Any, enter: Any = contextlib.nullcontext, gap: Any = None) -> None:
+        if time.monotonic() > deadline:
+            variants[name] = {"skipped": "deadline"}
+            return
+        try:
+            variants[name] = measure(torch, fn, inputs, device, flush, enter, gap)
+            calls[name] = _python_calls(fn, inputs, enter)
+        except Exception as e:  # noqa: BLE001 - one variant failing leaves the others' figures standing
+            variants[name] = {"error": f"{type(e).__name__}: {e}"[:400]}
+        save()
+
+    def legacy_record() -> Any:
+        return torch.autograd.profiler.profile(use_kineto=False)
+
+    def stacked(*makers: Any) -> Any:
+        @contextlib.contextmanager
+        def enter() -> Any:
+            with contextlib.ExitStack() as stack:
+                for make in makers:
+                    stack.enter_context(make())
+                yield
+        return enter
+
+    def mode() -> Any:
+        return guards._BlockTorchCompute(guards.ALLOWED_ATEN_OPS)
+
+    compiled = torch.compile(model)
+    with torch.no_grad():
+        compiled(*inputs)
+        one("compile plain", compiled)
+        one("compile, pipe round trip before", compiled, gap=echo.round_trip)
+        one("eager plain", model)
+        one("solution plain", model_new)
+        one("solution, sleep 1 ms before", model_new, gap=lambda: time.sleep(0.001))
+        one("solution, pipe round trip before", model_new, gap=echo.round_trip)
+        one("solution, python work before", model_new, gap=_churn)
+        one("eager, pipe round trip before", model, gap=echo.round_trip)
+        one("solution, dispatch mode (every op in Python)", model_new, mode)
+        if torch.profiler.itt.is_available():
+            one("solution, ITT decoy", model_new, torch.autograd.profiler.emit_itt)
+        one("solution, legacy op record", model_new, legacy_record)
+    echo.close()
+    # The evaluator's trusted children's Harness, in this process, before anything process-wide is installed.
+    for role in ("eager", "compile"):
+        if time.monotonic() < deadline:
+            _guarded(out, f"harness_{role}", lambda role=role: harness_timing(role, problem_path, solution_path, device))
+            save()
+    guards._let_allowed_ops_through()
+    with torch.no_grad():
+        one("solution, dispatch mode with fallthrough", model_new, mode)
+        if torch.profiler.itt.is_available():
+            one("solution, dispatch mode with fallthrough + ITT decoy", model_new,
+                stacked(mode, torch.autograd.profiler.emit_itt))
+        one("solution, forward_guard without decoy", model_new,
+            lambda: guards.forward_guard({"record_ops": False, "itt_decoy": False}))
+        one("solution, forward_guard", model_new, lambda: guards.forward_guard({"record_ops": False}))
+    guards.install_process_guards()
+    with torch.no_grad():
+        one("solution plain, process guards installed", model_new)
+        one("eager plain, process guards installed", model)
+        one("solution, forward_guard, process guards installed", model_new,
+            lambda: guards.forward_guard({"record_ops": False}))
+    if time.monotonic() < deadline:
+        _guarded(out, "harness_solution", lambda: harness_timing("solution", problem_path, solution_path, device))
+        save()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problem", type=Path, default=REPO / "benchmarks/fidelity/add_small.py")
+    parser.add_argument("--solution", type=Path, default=REPO / "benchmarks/fidelity/add_small_solution.py")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--budget-s", type=float, default=240.0)
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    out: dict = {"machine": machine(), "device": args.device, "problem": str(args.problem),
+                 "solution": str(args.solution), "calls": CALLS}
+
+    # Opened now: once the process guards are installed, this process may open no file outside its directory.
+    fd = os.open(args.out, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644) if args.out else None
+
+    def save() -> None:
+        if fd is not None:
+            data = json.dumps(out, indent=1, default=str).encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+
+    run(args.problem.resolve(), args.solution.resolve(), args.device, time.monotonic() + args.budget_s, out, save)
+    save()
+    print(json.dumps(out, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
