@@ -156,7 +156,7 @@ def measure(torch: Any, fn: Any, inputs: list, device: str, flush: Any, enter: A
         with enter():
             if device == "cuda":
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                flush.fill_(1)
+                flush.zero_()
                 start.record()
                 h0 = time.perf_counter()
                 out = fn(*inputs)
@@ -166,7 +166,7 @@ def measure(torch: Any, fn: Any, inputs: list, device: str, flush: Any, enter: A
                 torch.cuda.synchronize()
                 window = start.elapsed_time(end) * 1000.0
             else:
-                flush.fill_(1)
+                flush.zero_()
                 h0 = time.perf_counter()
                 out = fn(*inputs)
                 h1 = time.perf_counter()
@@ -284,8 +284,11 @@ def in_process(problem_path: Path, solution_path: Path, device: str, deadline: f
     if device == "cuda":
         with torch.device("cuda"):
             inputs = list(problem.get_inputs())
+        # The evaluator's flush: do_bench's 256 MiB, or twice the L2.
+        from gpu_runner.child import cuda_flush_bytes
+
         l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
-        flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device="cuda")
+        flush = torch.empty(cuda_flush_bytes(l2), dtype=torch.uint8, device="cuda")
     else:
         inputs = list(problem.get_inputs())
         flush = torch.empty(16 << 20, dtype=torch.uint8)

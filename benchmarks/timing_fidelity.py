@@ -3,8 +3,9 @@
 For each case (a problem and an honest solution, from about 10 us to a few ms, some of them KernelBench level 1's
 own problems at their own sizes), in the same run:
 - the plain measurement, in a clean process with no evaluator in it: CUDA events recorded right around forward,
-  the L2 flushed before each call (twice its size, as the evaluator does), a synchronise after each call, the
-  median of PLAIN_CALLS calls after warm-up (what KernelBench and Triton's do_bench do); and the PyTorch
+  the L2 flushed before each call (the evaluator's flush: a 256 MiB buffer zeroed, as Triton's do_bench does, or
+  twice the L2 where that is larger), a synchronise after each call, the median of PLAIN_CALLS calls after
+  warm-up (what KernelBench and Triton's do_bench do); and the PyTorch
   profiler's summed device time per call (5 warm-ups, 10 calls: CUDA Agent's measure);
 - the evaluator, `python -m gpu_runner evaluate --json`, for the solution and both baselines;
 then a table of plain event time, evaluator time, their ratio and the profiler kernel times, for eager, compile
@@ -209,8 +210,11 @@ def plain(problem_path: Path, solution_path: Path, device: str) -> dict:
     compiled = torch.compile(model)
     inputs = _inputs(problem, device, 1234)
     if device == "cuda":
+        # The evaluator's flush: do_bench's 256 MiB, or twice the L2.
+        from gpu_runner.child import cuda_flush_bytes
+
         l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
-        flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device="cuda")
+        flush = torch.empty(cuda_flush_bytes(l2), dtype=torch.uint8, device="cuda")
     else:
         flush = torch.empty(16 << 20, dtype=torch.uint8)
     with torch.no_grad():

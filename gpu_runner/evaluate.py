@@ -889,7 +889,11 @@ class _Run:
             """The harness's work of one timed call in the trusted process, by the parent's clock (seconds), by
             the kernel's count of its busiest thread's CPU time (us), its page faults, and the trusted child's
             account of its phases (us)."""
+            awake = timing.AWAKE_S.get(self.device, 0.0)
             with self.timed("timing_clock_audit"), sandbox.stopped(sol.child):
+                if awake:
+                    # Woken first, as the solution's child is for its timed calls (timing.AWAKE_S).
+                    self._trusted(ref, "ping", stay_awake_s=awake)
                 cpu0 = sandbox.thread_cpu_ns(ref.child)
                 t0 = time.perf_counter()
                 reply = self._trusted(ref, "null_call", set=k, change=change, keep=keep,

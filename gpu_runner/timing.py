@@ -35,6 +35,10 @@ MEMO_RATIO = 0.5
 # outputs are right, the time is not. Such a kernel is slow on the fresh calls; an honest one takes the same
 # time on both, so the calls on reused sets must not be faster than FRESH_RATIO x a lower bound of the fresh
 # calls' median.
+# Between timed calls on a GPU the child waits for the next request polling, not asleep (child.Harness._stay_awake):
+# every request of the timing loop says the next follows within this many seconds, and each batch begins with a
+# ping that wakes the child first. Not on a CPU, where a polling child would take a core from the calls it times.
+AWAKE_S = {"cuda": 1.0, "cpu": 0.0}
 FRESH_ONE_IN = 4
 FRESH_RATIO = 0.75
 FRESH_MIN_CALLS = 5
@@ -238,8 +242,11 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     budget_end = time.monotonic() + BUDGET_S[device]
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
     batch = min(10, longest)
+    awake = AWAKE_S.get(device, 0.0)
     while True:
         batch_start = time.monotonic()
+        if awake:
+            session.request("ping", stay_awake_s=awake)
         order = [rng.randrange(n_sets) for _ in range(batch)]
         perturb: list[Any] = []
         fresh_positions = set(rng.sample(range(batch), k=-(-batch // FRESH_ONE_IN)))
@@ -260,7 +267,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
             cpu0 = cpu_clock() if cpu_clock is not None else None
             t0 = time.perf_counter()
             reply = session.request("time_batch", order=[order[pos]], keep=check_batch is not None,
-                                    perturb=[perturb[pos]], append=pos > 0, record=record)
+                                    perturb=[perturb[pos]], append=pos > 0, record=record, stay_awake_s=awake)
             wall_us = (time.perf_counter() - t0) * 1e6
             cpu1 = cpu_clock() if cpu0 is not None else None
             # None where the threads changed during the call: that audit entry then uses the wall clock.
