@@ -866,18 +866,23 @@ class Harness:
         policy, self.policy = self.policy, {**(msg.get("policy") or {}), "record_ops": False}
         keep = bool(msg.get("keep", True))
         before = dict(self.phases_us)
+        # A run of calls (timing.RUN_CALLS), as the solution's request made them; or one ("set", "change").
+        sets = msg["sets"] if "sets" in msg else [msg["set"]]
+        changes = msg["changes"] if "changes" in msg else [msg.get("change")]
+        times = []
         try:
             self.batch_outputs = []
-            change = msg.get("change")
-            if change and change[0] != "fresh":
-                # The same one-element copy, onto itself: the cost of the change, and this set stays as the
-                # solution's replays expect it.
-                change = [change[0], change[1], change[1]]
-            us, _ = self._one_timed_call(int(msg["set"]), change, keep, lambda *a: template, self.null_guards or None)
+            for k, change in zip(sets, changes, strict=True):
+                if change and change[0] != "fresh":
+                    # The same one-element copy, onto itself: the cost of the change, and this set stays as the
+                    # solution's replays expect it.
+                    change = [change[0], change[1], change[1]]
+                us, _ = self._one_timed_call(int(k), change, keep, lambda *a: template, self.null_guards or None)
+                times.append(us)
         finally:
             self.poison_bytes, self.batch_outputs, self.policy = poison, [], policy
         # Where this null call's time went (a trusted process: the clock audit's samples can show it).
-        return {"times_us": [us], "phases_us": {k: v - before.get(k, 0.0) for k, v in self.phases_us.items()}}
+        return {"times_us": times, "phases_us": {k: v - before.get(k, 0.0) for k, v in self.phases_us.items()}}
 
     def op_tail_calibrate(self, msg: dict) -> dict:
         """CUDA: the tail of _timed_call (the device-wide synchronise after the end event) around a forward that

@@ -885,10 +885,10 @@ class _Run:
 
         policy = self._load_fields("solution")["policy"]
 
-        def null_call(k: int, change: Any, keep: bool) -> tuple[float, float | None, int | None, Any]:
-            """The harness's work of one timed call in the trusted process, by the parent's clock (seconds), by
-            the kernel's count of its busiest thread's CPU time (us), its page faults, and the trusted child's
-            account of its phases (us)."""
+        def null_call(sets: list[int], changes: list[Any], keep: bool) -> tuple[float, float | None, int | None, Any]:
+            """The harness's work of one run of timed calls (timing.RUN_CALLS) in the trusted process, by the
+            parent's clock (seconds), by the kernel's count of its busiest thread's CPU time (us), its page faults,
+            and the trusted child's account of its phases (us)."""
             awake = timing.AWAKE_S.get(self.device, 0.0)
             with self.timed("timing_clock_audit"), sandbox.stopped(sol.child):
                 if awake:
@@ -896,7 +896,7 @@ class _Run:
                     self._trusted(ref, "ping", stay_awake_s=awake)
                 cpu0 = sandbox.thread_cpu_ns(ref.child)
                 t0 = time.perf_counter()
-                reply = self._trusted(ref, "null_call", set=k, change=change, keep=keep,
+                reply = self._trusted(ref, "null_call", sets=sets, changes=changes, keep=keep,
                                       output_bytes=self.output_bytes, poison_bytes=self._poison_bytes(),
                                       policy=policy)
                 wall = time.perf_counter() - t0

@@ -17,7 +17,7 @@ import os
 import random
 import statistics
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpu_runner.sandbox import busiest_thread_us, faults_between
 
@@ -138,6 +138,24 @@ AUDIT_ONE_IN = 1  # every call on a reused set that the record skipped
 SAMPLES_VAR = "KERNELHUB_AUDIT_SAMPLES"
 AUDIT_MIN = 24
 RECORD_FIRST, RECORD_ONE_IN = 8, 8
+# Calls per request (a run) on a GPU: back to back in the child's loop, as a plain event timing runs them. One call
+# per request, with the parent's work, a null call and a stopped-and-continued process between calls, left the
+# solution's forward host time at 75-112 us on the H200 host against 20 us in a plain loop, and a kernel shorter
+# than that was timed by it (benchmarks/forward_host_cost.py: 56 us one call per request, 16 us in one request).
+# Calls of LONG_CALL_US or more (the first batch's median) go one per request: there the harness's host time is a
+# small share, and runs would multiply the calls the audit needs. KERNELHUB_RUN_CALLS overrides (tests).
+RUN_CALLS = {"cuda": 8, "cpu": 1}
+LONG_CALL_US = 2000.0
+
+
+def run_length(device: str, median_us: float | None = None) -> int:
+    """How many timed calls go in one request, given the median call so far (None: none yet)."""
+    override = os.environ.get("KERNELHUB_RUN_CALLS")
+    if override:
+        return max(1, min(100, int(override)))
+    if median_us is not None and median_us >= LONG_CALL_US:
+        return 1
+    return RUN_CALLS.get(device, 1)
 # The tail (child._timed_call): how long the device-wide synchronise takes once the end event has passed. An
 # honest call's tail is the synchronise's own cost on an idle device; the allowance is a high quantile of it,
 # measured in the same process with a forward that launches nothing, plus a margin for the jitter of one
@@ -173,31 +191,67 @@ def median_lower_bound(values: list[float]) -> float:
     return ordered[max(0, lo)]
 
 
-def clock_audit(reported_median_us: float, audits: list[tuple[Any, ...]], device: str) -> dict[str, Any]:
-    """audits: (reported us, request wall us, null call wall us, request's busiest-thread CPU us, null call's[,
-    request's page faults, null call's]) per audited call; see CLOCK_RATIO. The page faults are reported, not
-    judged: the harness's work should fault the same in both processes (heap.py), and where it does not, the
-    figures show why the audit's bound is off. On a CPU the solution's own time is measured in CPU time (the busiest
-    thread's, from the kernel's scheduler statistics): a thread cannot run longer than the wall time that passed,
-    and unlike the wall clock it does not grow while a loaded host keeps the process waiting. Where the kernel
-    keeps no such statistics (every reading 0), the wall clock is used."""
-    by_cpu = device == "cpu" and any(a[3] for a in audits)
+class AuditEntry(NamedTuple):
+    """One audited call (or run of calls, per call): what the child reported and what the parent saw."""
+
+    reported_us: float
+    wall_us: float  # the request, by the parent's clock
+    null_wall_us: float  # the trusted null call of the same harness work
+    cpu_us: float | None  # the request's busiest thread's CPU time (None: the threads changed; 0: no statistics)
+    null_cpu_us: float | None
+    faults: int | None = None  # page faults during the request, and during the null call
+    null_faults: int | None = None
+
+
+def _fresh_positions(rng: random.Random, batch: int, run_calls: int) -> set[int]:
+    """Which calls of a batch regenerate their set (FRESH_ONE_IN of them): at random positions, or, where calls go
+    in runs, a block at a random place, so that the other runs hold none (they are the audited ones)."""
+    count = -(-batch // FRESH_ONE_IN)
+    if run_calls <= 1:
+        return set(rng.sample(range(batch), k=count))
+    start = rng.randrange(batch - count + 1)
+    return set(range(start, start + count))
+
+
+def _runs(batch: int, run_calls: int, fresh: set[int]) -> list[list[int]]:
+    """The batch's positions in runs of at most run_calls, each all on regenerated sets or all on reused ones."""
+    runs: list[list[int]] = []
+    for pos in range(batch):
+        if runs and len(runs[-1]) < run_calls and (pos in fresh) == (runs[-1][-1] in fresh):
+            runs[-1].append(pos)
+        else:
+            runs.append([pos])
+    return runs
+
+
+def clock_audit(reported_median_us: float, audits: list[AuditEntry] | list[tuple[Any, ...]],
+                device: str) -> dict[str, Any]:
+    """audits: AuditEntry per audited call (or plain tuples of its fields); see CLOCK_RATIO. The page faults are
+    reported, not judged: the harness's work should fault the same in both processes (heap.py), and where it does
+    not, the figures show why the audit's bound is off. On a CPU the solution's own time is measured in CPU time
+    (the busiest thread's, from the kernel's scheduler statistics): a thread cannot run longer than the wall time
+    that passed, and unlike the wall clock it does not grow while a loaded host keeps the process waiting. Where
+    the kernel keeps no such statistics (every reading 0), the wall clock is used."""
+    entries = [AuditEntry(*a) for a in audits]
+    by_cpu = device == "cpu" and any(e.cpu_us for e in entries)
     # A CPU entry whose thread readings could not say (None: threads came or went) falls back to the wall clock.
-    usable = [(a[3], a[4]) if by_cpu and a[3] is not None and a[4] is not None else (a[1], a[2]) for a in audits]
+    usable = [(e.cpu_us, e.null_cpu_us) if by_cpu and e.cpu_us is not None and e.null_cpu_us is not None
+              else (e.wall_us, e.null_wall_us) for e in entries]
     own = [c - n for c, n in usable]
     bound = median_lower_bound(own)
     null_median = statistics.median(n for _, n in usable)
     floor = CLOCK_RATIO[device] * bound - CLOCK_SLACK_US[device] - HARNESS_SHARE * max(0.0, null_median)
 
-    def faults_median(i: int) -> float | None:
-        seen = [a[i] for a in audits if len(a) > i and a[i] is not None]
+    def faults_median(values: list[int | None]) -> float | None:
+        seen = [v for v in values if v is not None]
         return statistics.median(seen) if seen else None
 
     return {"calls": len(own), "clock": "thread CPU time" if by_cpu else "wall", "reported_median_us":
             reported_median_us, "parent_clock_median_us": statistics.median(own),
             "parent_clock_lower_bound_us": bound,
             "null_call_median_us": null_median, "floor_us": floor,
-            "page_faults_median": {"solution": faults_median(5), "null_call": faults_median(6)},
+            "page_faults_median": {"solution": faults_median([e.faults for e in entries]),
+                                   "null_call": faults_median([e.null_faults for e in entries])},
             "ok": reported_median_us >= floor}
 
 
@@ -213,7 +267,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     by pointer, shape or content is stale, and the checked calls catch it. One call in FRESH_ONE_IN instead
     regenerates its set from a fresh seed (a change ["fresh", seed]), which defeats recomputing only what
     changed; for the solution, calls on reused sets much faster than fresh ones are rejected (`memoization`).
-    With null_call(set, change, keep) -> (seconds, busiest thread's CPU us, page faults, the trusted child's phases;
+    With null_call(sets, changes, keep) -> (seconds, busiest thread's CPU us, page faults, the trusted child's phases;
     None where unknown) (the trusted process's null call,
     timed by the parent with the solution stopped) and cpu_clock() -> sandbox.thread_cpu_ns of the solution,
     the reported times are audited against the parent's clock (clock_audit; TimingRejected "timing_forged").
@@ -236,20 +290,21 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     fresh_times: list[float] = []
     reused_times: list[float] = []
     checked = 0
-    audits: list[tuple[Any, ...]] = []  # clock_audit's entries
+    audits: list[AuditEntry] = []  # clock_audit's entries
     samples: list[dict[str, Any]] | None = [] if os.environ.get(SAMPLES_VAR) == "1" else None
     phases: Any = None
     budget_end = time.monotonic() + BUDGET_S[device]
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
     batch = min(10, longest)
     awake = AWAKE_S.get(device, 0.0)
+    run_calls = run_length(device)
     while True:
         batch_start = time.monotonic()
         if awake:
             session.request("ping", stay_awake_s=awake)
         order = [rng.randrange(n_sets) for _ in range(batch)]
         perturb: list[Any] = []
-        fresh_positions = set(rng.sample(range(batch), k=-(-batch // FRESH_ONE_IN)))
+        fresh_positions = _fresh_positions(rng, batch, run_calls)
         for pos in range(batch):
             if pos in fresh_positions:
                 perturb.append(["fresh", rng.randrange(1 << 31)])
@@ -260,40 +315,51 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
                 perturb.append(None)
         batch_times: list[float] = []
         recorded: list[bool] = []
-        for pos in range(batch):
-            # Whether the guard's op record runs on this call (guards.forward_guard), chosen here: the first calls
-            # and then one in RECORD_ONE_IN. Recorded calls cost the harness more and are left out of the audit.
-            record = calls + pos < RECORD_FIRST or rng.randrange(RECORD_ONE_IN) == 0
+        for positions in _runs(batch, run_calls, fresh_positions):
+            # A run: RUN_CALLS calls back to back in one request (the child's loop, as a plain event timing's),
+            # timed as a whole by the parent's clock. Whether the guard's op record runs is chosen per run, here:
+            # the first runs (RECORD_FIRST calls) and then one in RECORD_ONE_IN. Recorded runs cost the harness
+            # more and are left out of the audit.
+            first = positions[0]
+            record = calls + first < RECORD_FIRST or rng.randrange(RECORD_ONE_IN) == 0
             cpu0 = cpu_clock() if cpu_clock is not None else None
             t0 = time.perf_counter()
-            reply = session.request("time_batch", order=[order[pos]], keep=check_batch is not None,
-                                    perturb=[perturb[pos]], append=pos > 0, record=record, stay_awake_s=awake)
+            reply = session.request("time_batch", order=[order[p] for p in positions], keep=check_batch is not None,
+                                    perturb=[perturb[p] for p in positions], append=first > 0, record=record,
+                                    stay_awake_s=awake)
             wall_us = (time.perf_counter() - t0) * 1e6
             cpu1 = cpu_clock() if cpu0 is not None else None
-            # None where the threads changed during the call: that audit entry then uses the wall clock.
+            # None where the threads changed during the run: that audit entry then uses the wall clock.
             cpu_us = busiest_thread_us(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else 0.0
             faults = faults_between(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else None
-            [window] = validate_times(reply.get("times_us"), 1)
-            tail = None
+            windows = validate_times(reply.get("times_us"), len(positions))
+            run_tails: list[float | None] = [None] * len(positions)
             if device == "cuda" and tail_allowance_us is not None:
-                [tail] = validate_times(reply.get("tails_us"), 1)
-                tails.append(tail)
-            t = with_tail(window, tail, tail_allowance_us)
-            escaped.append(t - window)
-            if t > wall_us * 1.05 + 1000:
+                run_tails = list(validate_times(reply.get("tails_us"), len(positions)))
+                tails += [t for t in run_tails if t is not None]
+            run_times = [with_tail(w, t, tail_allowance_us) for w, t in zip(windows, run_tails, strict=True)]
+            escaped += [t - w for t, w in zip(run_times, windows, strict=True)]
+            if sum(run_times) > wall_us * 1.05 + 1000:
                 raise TimingRejected(
                     "timing_inconsistent",
-                    f"a call was reported to take {t:.0f} us but its request took {wall_us:.0f} us by the "
-                    "evaluator's clock")
-            batch_times.append(t)
-            recorded.append(record and guarded)
-            fresh_call = bool(perturb[pos]) and perturb[pos][0] == "fresh"
-            if null_call is not None and not record and not fresh_call and rng.randrange(AUDIT_ONE_IN) == 0:
-                null_s, null_cpu_us, null_faults, null_phases = null_call(order[pos], perturb[pos],
-                                                                          check_batch is not None)
-                audits.append((t, wall_us, null_s * 1e6, cpu_us, null_cpu_us, faults, null_faults))
+                    f"{len(run_times)} call(s) were reported to take {sum(run_times):.0f} us together but their "
+                    f"request took {wall_us:.0f} us by the evaluator's clock")
+            batch_times += run_times
+            recorded += [record and guarded] * len(positions)
+            n = len(positions)
+            # Calls on regenerated sets are not audited: regenerating a set is most of such a request, and a null
+            # call that regenerated the trusted reference's copy would move it ahead of the changes the checks
+            # replay on it (_runs keeps them out of the other calls' runs).
+            fresh_run = positions[0] in fresh_positions
+            if null_call is not None and not record and not fresh_run and rng.randrange(AUDIT_ONE_IN) == 0:
+                null_s, null_cpu_us, null_faults, null_phases = null_call(
+                    [order[p] for p in positions], [perturb[p] for p in positions], check_batch is not None)
+                # Per call: the run's figures over its calls.
+                audits.append(AuditEntry(sum(run_times) / n, wall_us / n, null_s * 1e6 / n,
+                                         None if cpu_us is None else cpu_us / n,
+                                         None if null_cpu_us is None else null_cpu_us / n, faults, null_faults))
                 if samples is not None:
-                    samples.append({"call": calls + pos, "batch_position": pos, "reported_us": t,
+                    samples.append({"call": calls + first, "calls_in_run": n, "reported_us": sum(run_times),
                                     "request_wall_us": wall_us, "null_wall_us": null_s * 1e6,
                                     "request_cpu_us": cpu_us, "null_cpu_us": null_cpu_us, "request_faults": faults,
                                     "null_faults": null_faults, "null_phases_us": null_phases})
@@ -327,6 +393,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         # (its null calls and checks included): a whole batch past the budget had been seconds of overhead.
         # (Once the fresh-input comparison has its calls: the first two batches hold them.)
         per_call_s = (time.monotonic() - batch_start) / len(batch_times)
+        run_calls = run_length(device, stats.get("median_us"))
         fits = math.ceil(max(0.0, budget_end - time.monotonic()) / max(per_call_s, 1e-6))
         batch = max(MIN_BATCH, min(longest, batch * 2, fits)) if compared else min(longest, batch * 2)
     if not times:

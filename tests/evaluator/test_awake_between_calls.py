@@ -73,3 +73,31 @@ def test_only_gpu_timing_keeps_children_awake_and_the_flush_is_at_least_do_bench
     assert CUDA_FLUSH_MIN_BYTES == 256 << 20
     assert cuda_flush_bytes(50 << 20) == 256 << 20  # an H100/H200-sized L2: do_bench's buffer
     assert cuda_flush_bytes(200 << 20) == 400 << 20  # a larger L2: twice it
+
+
+def test_short_gpu_calls_are_timed_in_runs_and_long_ones_one_per_request(monkeypatch):
+    monkeypatch.delenv("KERNELHUB_RUN_CALLS", raising=False)
+    assert timing.run_length("cuda") == timing.RUN_CALLS["cuda"] > 1
+    assert timing.run_length("cuda", 50.0) == timing.RUN_CALLS["cuda"]
+    assert timing.run_length("cuda", timing.LONG_CALL_US) == 1
+    assert timing.run_length("cpu") == 1
+    monkeypatch.setenv("KERNELHUB_RUN_CALLS", "8")
+    assert timing.run_length("cpu") == 8
+    monkeypatch.setenv("KERNELHUB_RUN_CALLS", "100000")
+    assert timing.run_length("cpu") == 100
+
+
+def test_runs_cover_the_batch_in_order_and_never_mix_regenerated_sets_with_reused_ones():
+    import random
+
+    rng = random.Random(5)
+    for batch in (4, 10, 37, 100):
+        fresh = timing._fresh_positions(rng, batch, 8)
+        assert len(fresh) == -(-batch // timing.FRESH_ONE_IN)
+        assert max(fresh) - min(fresh) == len(fresh) - 1  # one block: the other runs hold none
+        runs = timing._runs(batch, 8, fresh)
+        assert [p for run in runs for p in run] == list(range(batch))
+        assert all(1 <= len(run) <= 8 for run in runs)
+        assert all(len({p in fresh for p in run}) == 1 for run in runs)
+    # One call per request (the CPU): anywhere in the batch, as before.
+    assert timing._runs(6, 1, {1, 4}) == [[0], [1], [2], [3], [4], [5]]
