@@ -26,19 +26,20 @@ MIN_REPS = 20
 MAX_REPS = int(os.environ.get("KERNELHUB_MAX_REPS", "2000"))
 BUDGET_S = {"cuda": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "10")),
             "cpu": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "3"))}
+# Between timed calls on a GPU the child waits for the next request polling, not asleep (child.Harness._stay_awake):
+# every request of the timing loop says the next follows within this many seconds, and each batch begins with a
+# ping that wakes the child first. Not on a CPU, where a polling child would take a core from the calls it times.
+AWAKE_S = {"cuda": 1.0, "cpu": 0.0}
 # A repeat call on an input set more than this much faster than the first call on it looks like memoisation.
 MEMO_RATIO = 0.5
-# One timed call in FRESH_ONE_IN (a quarter of each batch, rounded up, at random positions chosen by the parent:
+# One timed call in FRESH_ONE_IN (a quarter of each batch, rounded up, at random positions chosen by the parent,
+# or, where calls go in runs, one block of them at a random place:
 # the first two batches hold at least FRESH_MIN_CALLS of them) first regenerates its input set with the
 # problem's get_inputs and a fresh seed. The other calls see inputs that differ from an earlier call in one
 # element, which a kernel could exploit by recomputing only what changed (memoisation by difference): the
 # outputs are right, the time is not. Such a kernel is slow on the fresh calls; an honest one takes the same
 # time on both, so the calls on reused sets must not be faster than FRESH_RATIO x a lower bound of the fresh
 # calls' median.
-# Between timed calls on a GPU the child waits for the next request polling, not asleep (child.Harness._stay_awake):
-# every request of the timing loop says the next follows within this many seconds, and each batch begins with a
-# ping that wakes the child first. Not on a CPU, where a polling child would take a core from the calls it times.
-AWAKE_S = {"cuda": 1.0, "cpu": 0.0}
 FRESH_ONE_IN = 4
 FRESH_RATIO = 0.75
 FRESH_MIN_CALLS = 5
@@ -156,6 +157,8 @@ def run_length(device: str, median_us: float | None = None) -> int:
     if median_us is not None and median_us >= LONG_CALL_US:
         return 1
     return RUN_CALLS.get(device, 1)
+
+
 # The tail (child._timed_call): how long the device-wide synchronise takes once the end event has passed. An
 # honest call's tail is the synchronise's own cost on an idle device; the allowance is a high quantile of it,
 # measured in the same process with a forward that launches nothing, plus a margin for the jitter of one
