@@ -3,7 +3,7 @@
 The site sends `gpu_runner.evaluate_job` (docs/ARCHITECTURE.md) to `pool.<chip>-ane`; this Celery app of
 its own registers that name too, so a Mac consumes its pool's queue without the site treating it apart.
 ANE jobs carry one more key, `ane` (ane_runner.jobs.ane_job_prepare). Claim, stages, keep-alive, result and
-hand-back reuse gpu_runner.site_client and gpu_runner.worker's keep-alive thread.
+hand-back are gpu_runner.runner_core's, shared with the GPU runner.
 
 Never run by this project: no Mac was available (docs/ANE.md).
 """
@@ -13,18 +13,17 @@ from __future__ import annotations
 import logging
 import os
 import platform
-import socket
 import subprocess
 import sys
-import traceback
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
-from celery.exceptions import SoftTimeLimitExceeded
 
+from gpu_runner import runner_core
 from gpu_runner.contract import ContractError, Job
-from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
-from gpu_runner.worker import SOFT_TIME_LIMIT_S, _KeepAlive, timeout_result
+from gpu_runner.site_client import SiteClient, SiteError
+from gpu_runner.worker import SOFT_TIME_LIMIT_S
 
 logger = logging.getLogger("ane_runner.worker")
 
@@ -46,49 +45,25 @@ app.conf.update(
 
 
 def run_ane_job(client: SiteClient, job: dict[str, Any], *, chip: str, keepalive_s: float = 30.0) -> str:
-    """Claim, evaluate on this Mac, report. Returns refused, done, lost or gave_up (like gpu_runner's)."""
-    from .evaluate_mac import JobError, evaluate_on_mac
-    from .macos import CoreMLBackend
+    """Claim, evaluate on this Mac, report (gpu_runner.runner_core.run_job). Returns refused, done, lost or
+    gave_up."""
 
-    try:
-        checked = Job.from_json(job)
+    def check(checked: Job) -> None:
         if checked.ane is None:
             raise ContractError("job lacks ane: an ANE job is prepared by the site first "
                                 "(apps/submissions/ane.py) and carries its package and reference.")
-    except ContractError as e:
-        logger.error("Dropping a malformed ANE job: %s", e)
-        return "refused"
-    evaluation_id, token = checked.evaluation_id, checked.job_token
-    try:
-        client.claim(evaluation_id, token)
-    except SiteRefused as e:
-        logger.info("Job %s not claimed: %s", evaluation_id, e.message)
-        return "refused"
-    keepalive = _KeepAlive(client, evaluation_id, token, keepalive_s)
-    keepalive.start()
-    try:
-        result = evaluate_on_mac(checked.ane, backend=CoreMLBackend(), chip=chip, on_stage=keepalive.report)
-    except SoftTimeLimitExceeded:
-        result = timeout_result(f"The evaluation took longer than this runner's limit of {SOFT_TIME_LIMIT_S} s.")
-    except (JobError, Exception) as e:  # noqa: BLE001 - this runner or the job failed, not the solution
-        logger.exception("The ANE evaluation failed on job %s", evaluation_id)
-        keepalive.stopped.set()
-        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        try:
-            client.fail(evaluation_id, token, f"ANE runner error on {socket.gethostname()}: {detail}")
-        except SiteError as refused:
-            logger.warning("Could not hand job %s back: %s", evaluation_id, refused)
-        return "gave_up"
-    finally:
-        keepalive.stopped.set()
-    if keepalive.lost:
-        return "lost"
-    try:
-        client.result(evaluation_id, token, result)
-    except SiteRefused as e:
-        logger.warning("Result of job %s refused: %s", evaluation_id, e.message)
-        return "lost"
-    return "done"
+
+    def evaluate_here(checked: Job, report: Callable[[str], None]) -> dict[str, Any]:
+        from .evaluate_mac import evaluate_on_mac
+        from .macos import CoreMLBackend
+
+        assert checked.ane is not None  # check() refused the job otherwise
+        return evaluate_on_mac(checked.ane, backend=CoreMLBackend(), chip=chip, on_stage=report)
+
+    return runner_core.run_job(
+        client, job, evaluate_here, keepalive_s=keepalive_s, check=check, failure_label="ANE runner error",
+        log=logger, job_kind="ANE job",
+        timeout_message=f"The evaluation took longer than this runner's limit of {SOFT_TIME_LIMIT_S} s.")
 
 
 @app.task(name="gpu_runner.evaluate_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import logging
-import math
 import os
 import platform
 import signal
@@ -23,15 +22,14 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
-from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init
 
-from gpu_runner import calibration  # imported with the worker: its clock of the last measurement starts now
-from gpu_runner.contract import ContractError, Job
+from gpu_runner import calibration, runner_core  # calibration: its clock of the last measurement starts now
+from gpu_runner.contract import Job
 from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
 
 logger = logging.getLogger("gpu_runner.worker")
@@ -64,55 +62,6 @@ app.conf.update(
 )
 
 
-def json_safe(value: Any) -> Any:
-    """NaN and infinities become null: the site's strict JSON parser refuses them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
-
-
-def timeout_result(message: str) -> dict[str, Any]:
-    return {"verdict": "timeout", "correct": False, "runtime_us": None, "eager_us": None, "compile_us": None,
-            "speedup_vs_eager": None, "speedup_vs_compile": None, "message": message}
-
-
-class _KeepAlive(threading.Thread):
-    """Re-posts the current stage every few seconds: a long build or timing run is not silence."""
-
-    def __init__(self, client: SiteClient, evaluation_id: int, job_token: str, every_s: float) -> None:
-        super().__init__(daemon=True, name=f"keepalive-{evaluation_id}")
-        self.client, self.evaluation_id, self.job_token, self.every_s = client, evaluation_id, job_token, every_s
-        self.stage = ""
-        self.lost = False  # the site took the job back: its result would be refused
-        self.stopped = threading.Event()
-
-    def report(self, stage: str) -> None:
-        self.stage = stage
-        self._post()
-
-    def _post(self) -> None:
-        if not self.stage or self.lost:
-            return
-        try:
-            self.client.stage(self.evaluation_id, self.job_token, self.stage)
-        except SiteRefused as e:
-            if e.status == 400:  # a stage this site does not know yet (an older site): not a lost job
-                logger.warning("The site refused stage %r of job %s: %s", self.stage, self.evaluation_id, e.message)
-                return
-            self.lost = True
-            logger.warning("Job %s was taken back by the site: %s", self.evaluation_id, e.message)
-        except SiteError as e:
-            logger.warning("Could not report stage of job %s: %s", self.evaluation_id, e)
-
-    def run(self) -> None:
-        while not self.stopped.wait(self.every_s):
-            self._post()
-
-
 _warm_pools: dict[str, Any] = {}
 
 
@@ -141,56 +90,26 @@ def _prestart(**_: Any) -> None:
 
 
 def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.0) -> str:
-    """Claim, evaluate, report. Returns what happened: refused, done, lost or gave_up."""
-    try:
-        checked = Job.from_json(job)
-    except ContractError as e:
-        logger.error("Dropping a malformed job: %s", e)
-        return "refused"
-    evaluation_id, token = checked.evaluation_id, checked.job_token
-    try:
-        client.claim(evaluation_id, token)
-    except SiteRefused as e:
-        # The normal fate of a stale message: the job was re-queued with a new token, or is finished.
-        logger.info("Job %s not claimed: %s", evaluation_id, e.message)
-        return "refused"
-    keepalive = _KeepAlive(client, evaluation_id, token, keepalive_s)
-    keepalive.start()
-    # The evaluator's first step, before any process of the solution starts: the static pre-screen (bounded in a
-    # child process by gpu_runner/anticheat.py, so this thread's keep-alives go on meanwhile).
-    keepalive.report("prescreen")
-    try:
+    """Claim, evaluate with gpu_runner.evaluate, report (runner_core.run_job). Returns refused, done, lost or
+    gave_up."""
+
+    def evaluate_here(checked: Job, report: Callable[[str], None]) -> dict[str, Any]:
+        # The evaluator's first step, before any process of the solution starts: the static pre-screen (bounded in
+        # a child process by gpu_runner/anticheat.py, so the keep-alive thread goes on meanwhile).
+        report("prescreen")
         # Imported here: the evaluator pulls in torch, which the site's tests of this module do not need.
         from gpu_runner.evaluate import evaluate
 
         pool = warm_pool(checked.device) if checked.device in ("cpu", "cuda") else None
         if pool is not None:
             pool.refill()  # started before this job in the normal case; this replaces any that died since
-        result = evaluate(checked.problem_source, checked.solution_source, device=checked.device,
-                          seed=checked.seed, on_stage=keepalive.report, pool=pool)
-    except SoftTimeLimitExceeded:
-        result = timeout_result(f"The evaluation took longer than this runner's limit of {SOFT_TIME_LIMIT_S} s "
-                                "(building, checking and timing together).")
-    except Exception as e:  # noqa: BLE001 - the evaluator failed, not the solution: hand the job back
-        logger.exception("The evaluator failed on job %s", evaluation_id)
-        keepalive.stopped.set()
-        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        try:
-            client.fail(evaluation_id, token, f"evaluator error on {socket.gethostname()}: {detail}")
-        except SiteError as refused:
-            logger.warning("Could not hand job %s back: %s", evaluation_id, refused)
-        return "gave_up"
-    finally:
-        keepalive.stopped.set()
-    if keepalive.lost:
-        return "lost"
-    try:
-        client.result(evaluation_id, token, json_safe(result))
-    except SiteRefused as e:
-        logger.warning("Result of job %s refused: %s", evaluation_id, e.message)
-        return "lost"
-    logger.info("Job %s done: %s", evaluation_id, result.get("verdict"))
-    return "done"
+        return evaluate(checked.problem_source, checked.solution_source, device=checked.device,
+                        seed=checked.seed, on_stage=report, pool=pool)
+
+    return runner_core.run_job(
+        client, job, evaluate_here, keepalive_s=keepalive_s, failure_label="evaluator error", log=logger,
+        timeout_message=(f"The evaluation took longer than this runner's limit of {SOFT_TIME_LIMIT_S} s "
+                         "(building, checking and timing together)."))
 
 
 @app.task(name="gpu_runner.evaluate_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
