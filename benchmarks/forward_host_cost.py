@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks._common import machine  # noqa: E402
-from benchmarks.timing_fidelity import _import  # noqa: E402
+from benchmarks.timing_fidelity import load_models  # noqa: E402
 
 CALLS, WARMUP = 200, 20
 
@@ -264,13 +264,7 @@ def in_process(problem_path: Path, solution_path: Path, device: str, deadline: f
 
     from gpu_runner import guards
 
-    problem = _import(problem_path, "cost_problem")
-    init = list(problem.get_init_inputs())
-    torch.manual_seed(0)
-    model = problem.Model(*init).to(device)
-    solution = _import(solution_path, "cost_solution")
-    torch.manual_seed(0)
-    model_new = solution.ModelNew(*init).to(device)
+    problem, model, model_new = load_models(problem_path, solution_path, device, "cost")
     torch.manual_seed(1)
     if device == "cuda":
         with torch.device("cuda"):

@@ -190,23 +190,31 @@ def _profiled_us(fn, inputs) -> float:  # type: ignore[no-untyped-def]
     return sum(float(getattr(e, "self_device_time_total", 0.0) or 0.0) for e in prof.key_averages()) / PROFILE_CALLS
 
 
+def load_models(problem_path: Path, solution_path: Path, device: str, prefix: str):  # type: ignore[no-untyped-def]
+    """(problem module, Model, ModelNew) as the evaluator builds them: the same seed before each, and ModelNew
+    given the reference's parameters by name and shape."""
+    import torch
+
+    problem = _import(problem_path, f"{prefix}_problem")
+    init = list(problem.get_init_inputs())
+    torch.manual_seed(0)
+    model = problem.Model(*init).to(device)
+    solution = _import(solution_path, f"{prefix}_solution")
+    torch.manual_seed(0)
+    model_new = solution.ModelNew(*init).to(device)
+    reference = dict(model.state_dict())
+    own = model_new.state_dict()
+    model_new.load_state_dict({k: reference[k] if k in reference and reference[k].shape == v.shape else v
+                               for k, v in own.items()})
+    return problem, model, model_new
+
+
 def plain(problem_path: Path, solution_path: Path, device: str) -> dict:
     import torch
 
     from gpu_runner import gpulock
 
-    problem = _import(problem_path, "fidelity_problem")
-    init = list(problem.get_init_inputs())
-    torch.manual_seed(0)
-    model = problem.Model(*init).to(device)
-    solution = _import(solution_path, "fidelity_solution")
-    torch.manual_seed(0)
-    model_new = solution.ModelNew(*init).to(device)
-    # The reference's parameters, by name and shape (as the evaluator loads them).
-    reference = dict(model.state_dict())
-    own = model_new.state_dict()
-    model_new.load_state_dict({k: reference[k] if k in reference and reference[k].shape == v.shape else v
-                               for k, v in own.items()})
+    problem, model, model_new = load_models(problem_path, solution_path, device, "fidelity")
     compiled = torch.compile(model)
     inputs = _inputs(problem, device, 1234)
     if device == "cuda":
