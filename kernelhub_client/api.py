@@ -183,37 +183,24 @@ class Client:
 
     def submit(self, problem: str, source: str, *, language: str | None = None,
                hardware: str | None = None, rerun: bool = False) -> dict:
-        if not self.token:
-            raise ConfigError("Submitting needs a token: run `kernelhub login --url URL --token TOKEN` "
-                              "or set KERNELHUB_TOKEN.")
-        body: dict[str, Any] = {"problem": problem, "source": source}
-        if language:
-            body["language"] = language
-        if hardware:
-            body["hardware"] = hardware
-        if rerun:
-            body["rerun"] = True
-        # Safe to retry: the site deduplicates the same source for the same problem and pool.
-        return self.request("POST", "/api/v1/submissions/", json=body)
+        return self._submit({"problem": problem, "source": source, "language": language or None,
+                             "hardware": hardware or None, "rerun": rerun or None})
 
     def submit_workdir(self, problem: str | None, archive: bytes, *, rules: str | None = None,
                        hardware: str | None = None, rerun: bool = False) -> dict:
         """A CUDA Agent workdir, zipped or as .tar.gz; problem None: the site finds it from the workdir's model.py."""
+        import base64
+
+        return self._submit({"workdir_base64": base64.b64encode(archive).decode("ascii"), "problem": problem or None,
+                             "rules": rules or None, "hardware": hardware or None, "rerun": rerun or None})
+
+    def _submit(self, fields: dict[str, Any]) -> dict:
+        """POST a submission with the fields that are not None."""
         if not self.token:
             raise ConfigError("Submitting needs a token: run `kernelhub login --url URL --token TOKEN` "
                               "or set KERNELHUB_TOKEN.")
-        import base64
-
-        body: dict[str, Any] = {"workdir_base64": base64.b64encode(archive).decode("ascii")}
-        if problem:
-            body["problem"] = problem
-        if rules:
-            body["rules"] = rules
-        if hardware:
-            body["hardware"] = hardware
-        if rerun:
-            body["rerun"] = True
-        # Safe to retry: the site deduplicates the same files for the same problem and pool.
+        body = {k: v for k, v in fields.items() if v is not None}
+        # Safe to retry: the site deduplicates the same source (the same files) for the same problem and pool.
         return self.request("POST", "/api/v1/submissions/", json=body)
 
     def submission(self, submission_id: int | str) -> dict:

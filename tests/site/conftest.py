@@ -112,6 +112,30 @@ def submit(client: Any, **body: Any) -> Any:
     return client.post("/api/v1/submissions/", body, format="json")
 
 
+def claimed_job(*, problem: Any, alice: Any, runners: Any, api: Any, redis_queue: Any, capture: Any,
+                runner: str = "cpu-1") -> tuple[Any, dict]:
+    """A submission dispatched for real (its message read off the broker) and claimed by `runner`."""
+    from apps.submissions.models import Evaluation
+
+    with capture(execute=True):
+        body = submit(api(alice.token)).json()
+    job = redis_queue("pool.cpu")[0]["kwargs"]["job"]
+    redis_queue.client.delete("pool.cpu")
+    client = api(runner=runners[runner].secret)
+    response = client.post(f"/api/v1/jobs/{job['evaluation_id']}/claim/", HTTP_X_JOB_TOKEN=job["job_token"])
+    assert response.status_code == 200, response.content
+    return Evaluation.objects.get(pk=body["evaluation_id"]), job
+
+
+@pytest.fixture
+def claimed(problem, alice, runners, api, redis_queue, django_capture_on_commit_callbacks):
+    """(evaluation, job, runner cpu-1's client): a job sent through the real dispatch and claimed by cpu-1 with
+    the token from the message."""
+    evaluation, job = claimed_job(problem=problem, alice=alice, runners=runners, api=api, redis_queue=redis_queue,
+                                  capture=django_capture_on_commit_callbacks)
+    return evaluation, job, api(runner=runners["cpu-1"].secret)
+
+
 def queued_job(evaluation: Any) -> str:
     """Rotate a queued evaluation's token as dispatch would (without a broker) and return the clear token."""
     from apps.submissions.models import Evaluation

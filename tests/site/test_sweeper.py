@@ -3,7 +3,6 @@ after JOB_MAX_ATTEMPTS they end failed with a message. Real messages on the test
 
 from datetime import timedelta
 
-import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -11,19 +10,6 @@ from apps.devices.models import Runner
 from apps.submissions.models import Evaluation
 from apps.submissions.services import evaluations_sweep
 from tests.site.conftest import submit
-
-
-@pytest.fixture
-def claimed(problem, alice, runners, api, redis_queue, django_capture_on_commit_callbacks):
-    """A job sent through the real dispatch and claimed by runner cpu-1 with the token from the message."""
-    with django_capture_on_commit_callbacks(execute=True):
-        body = submit(api(alice.token)).json()
-    job = redis_queue("pool.cpu")[0]["kwargs"]["job"]
-    redis_queue.client.delete("pool.cpu")
-    client = api(runner=runners["cpu-1"].secret)
-    assert client.post(f"/api/v1/jobs/{job['evaluation_id']}/claim/",
-                       HTTP_X_JOB_TOKEN=job["job_token"]).status_code == 200
-    return Evaluation.objects.get(pk=body["evaluation_id"]), job, client
 
 
 def _silence(evaluation, seconds):

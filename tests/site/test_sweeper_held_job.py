@@ -4,24 +4,10 @@ and it ran twice at once). Past Celery's hard time limit (1.2 x soft), the job i
 
 from datetime import timedelta
 
-import pytest
 from django.utils import timezone
 
 from apps.submissions.models import Evaluation
 from apps.submissions.services import evaluations_sweep
-from tests.site.conftest import submit
-
-
-@pytest.fixture
-def claimed(problem, alice, runners, api, redis_queue, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        body = submit(api(alice.token)).json()
-    job = redis_queue("pool.cpu")[0]["kwargs"]["job"]
-    redis_queue.client.delete("pool.cpu")
-    client = api(runner=runners["cpu-1"].secret)
-    assert client.post(f"/api/v1/jobs/{job['evaluation_id']}/claim/",
-                       HTTP_X_JOB_TOKEN=job["job_token"]).status_code == 200
-    return Evaluation.objects.get(pk=body["evaluation_id"]), job, client
 
 
 def _heartbeat(client):
