@@ -66,6 +66,7 @@ def _evaluate(argv: list[str]) -> int:
     # Logs of everything below (including torch) go to stderr; stdout is kept for the one JSON object.
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
+    failure: tuple[str, str] | None = None  # (kind, message) where no verdict was reached
     try:
         from gpu_runner.evaluate import EvaluatorError, evaluate
         from gpu_runner.formats import FormatError
@@ -76,16 +77,21 @@ def _evaluate(argv: list[str]) -> int:
             print(f"error: the problem file {args.problem}: {e}", file=sys.stderr)
             return 2
         except EvaluatorError as e:
-            print(f"error: the evaluator failed: {e}", file=sys.stderr)
-            return 3
+            failure = ("evaluator_error", f"the evaluator failed: {e}")
+            print(f"error: {failure[1]}", file=sys.stderr)
         except Exception:  # noqa: BLE001 - a bug of ours: say so, with the traceback, and exit non-zero
             import traceback
 
             traceback.print_exc()
-            print("error: internal failure of the evaluator (traceback above); please report it", file=sys.stderr)
-            return 3
+            failure = ("internal", "internal failure of the evaluator (traceback on stderr); please report it")
+            print(f"error: {failure[1]}", file=sys.stderr)
     finally:
         sys.stdout = real_stdout
+    if failure is not None:
+        if args.json:
+            # Still exactly one JSON object: no verdict, and why (the full story is on stderr).
+            print(json.dumps({"verdict": None, "error": {"kind": failure[0], "message": failure[1][:4000]}}))
+        return 3
     if args.json:
         print(json.dumps(_finite(result), sort_keys=True))
     else:

@@ -57,3 +57,28 @@ def test_it_exits_with_a_usage_error_for_a_problem_without_model(tmp_path):
     )
     assert done.returncode == 2
     assert "Model" in done.stderr and "get_init_inputs" in done.stderr
+
+
+def _broken_problem() -> str:
+    """The relu_scale fixture, with a get_inputs that raises: no verdict on a solution can be reached."""
+    source = (FIXTURES / "relu_scale.py").read_text()
+    return source.replace("    return [torch.randn(128, 1024)]",
+                          '    raise RuntimeError("this problem cannot make its inputs")')
+
+
+def test_where_the_evaluator_itself_fails_it_still_prints_one_json_object_and_exits_three(tmp_path):
+    # A problem whose get_inputs raises: no verdict on the solution can be reached (an EvaluatorError).
+    problem = tmp_path / "broken.py"
+    problem.write_text(_broken_problem())
+    assert "cannot make its inputs" in problem.read_text()
+    done = subprocess.run(
+        [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problem),
+         "--solution", str(FIXTURES / "relu_scale_cpp.py"), "--device", "cpu", "--json"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 3, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["verdict"] is None
+    assert result["error"]["kind"] == "evaluator_error"
+    assert "the evaluator failed" in result["error"]["message"]
+    assert "cannot make its inputs" in done.stderr  # the problem's traceback, on stderr
