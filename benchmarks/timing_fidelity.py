@@ -268,10 +268,12 @@ def _run_evaluator(problem: Path, solution: Path, device: str, env: dict, deadli
                               text=True, env=env, cwd=REPO, timeout=max(10.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         return {"verdict": None, "error": "past the deadline"}
+    if proc.returncode != 0:  # no verdict (the evaluator's own failure, or a usage error): say why, from stderr
+        return {"verdict": None, "error": f"exit {proc.returncode}: {proc.stderr[-1500:]}"}
     try:
         return json.loads(proc.stdout)
     except ValueError:
-        return {"verdict": None, "error": f"exit {proc.returncode}: {proc.stderr[-1500:]}"}
+        return {"verdict": None, "error": f"exit 0 with no JSON object: {proc.stdout[-500:]}"}
 
 
 def within(plain_us: float | None, evaluator_us: float | None) -> bool | None:
