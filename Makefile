@@ -38,6 +38,7 @@ test-fast: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy kernelhub apps gpu_runner ane_runner kernelhub_client
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf var staticfiles .pytest_cache

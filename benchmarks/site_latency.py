@@ -99,14 +99,14 @@ def seed(n_evaluations: int) -> dict:
     from django.utils import timezone
 
     from apps.devices.models import HardwarePool
-    from apps.submissions import services
+    from apps.submissions import problems, services
     from apps.submissions.models import Entrant, Evaluation, Problem, Submission, sha256_text
 
     call_command("migrate", verbosity=0)
     pool, _ = HardwarePool.objects.get_or_create(slug="cpu", defaults={"name": "CPU", "kind": "cpu",
                                                                        "languages": ["cpp"], "device": "cpu"})
     for path in sorted((REPO / "problems" / "cpu").glob("level*/*.py")):
-        services.problem_load_from_file(path=path, hardware=["cpu"])
+        problems.problem_load_from_file(path=path, hardware=["cpu"])
     problems = list(Problem.objects.filter(pools=pool))
     tokens, entrants = [], []
     for i in range(BENCH_ENTRANTS):

@@ -29,6 +29,33 @@ import time
 from pathlib import Path
 from typing import Any
 
+# Every sandboxed child carries this variable, with its evaluation's marker (gpu_runner/sandbox.py sets it); the
+# sandbox also puts its children's directories under work_base(). Both live here, where a dead evaluation's
+# leftovers are found by them.
+MARKER_VAR = "KERNELHUB_EVAL_MARKER"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KERNELHUB_CACHE_DIR") or Path.home() / ".cache" / "kernelhub")
+
+
+def work_base() -> Path:
+    """Where the children's directories go: memory-backed /dev/shm when it is large (outputs of gigabytes
+    cross through files there), else the cache directory's work/."""
+    if os.environ.get("KERNELHUB_WORK_DIR"):
+        base = Path(os.environ["KERNELHUB_WORK_DIR"])
+    else:
+        base = cache_dir() / "work"
+        try:
+            if shutil.disk_usage("/dev/shm").free >= 32 << 30 and os.access("/dev/shm", os.W_OK):
+                base = Path("/dev/shm") / "kernelhub-work"
+        except OSError:
+            pass
+    base.mkdir(parents=True, exist_ok=True)
+    base.chmod(0o711)
+    return base
+
+
 OWNERS = ".owners"
 _OWNED = re.compile(r"-o(\d+)-")
 LEGACY_GRACE_S = 3600.0
@@ -126,19 +153,15 @@ def _owner_alive(base: Path, pid: int) -> bool:
 
 
 def _bases() -> list[Path]:
-    from gpu_runner import sandbox
-
-    found = [sandbox.work_base()]
+    found = [work_base()]
     if not os.environ.get("KERNELHUB_WORK_DIR"):
-        found += [Path("/dev/shm") / "kernelhub-work", sandbox.cache_dir() / "work"]
+        found += [Path("/dev/shm") / "kernelhub-work", cache_dir() / "work"]
     return [b for b in dict.fromkeys(found) if b.is_dir()]
 
 
 def _kill_marked(markers: set[str]) -> list[int]:
     """Kill every process carrying one of the markers (a dead evaluation's children); returns their pids."""
     import psutil
-
-    from gpu_runner.sandbox import MARKER_VAR
 
     if not markers:
         return []
@@ -159,8 +182,6 @@ def _kill_groups(pgids: set[int], markers: set[str]) -> list[int]:
     """A recorded process group is killed only while a process in it still carries the recorded marker (a pid
     number is reused; the marker is not)."""
     import psutil
-
-    from gpu_runner.sandbox import MARKER_VAR
 
     killed = []
     for pgid in pgids:

@@ -36,9 +36,10 @@ from typing import Any
 
 import psutil
 
+from gpu_runner import cleanup
+from gpu_runner.cleanup import MARKER_VAR, cache_dir, work_base
 from gpu_runner.protocol import Channel
 
-MARKER_VAR = "KERNELHUB_EVAL_MARKER"
 # Variables of the runner a child may see; nothing else crosses (no tokens, no broker URL, no proxies).
 ENV_ALLOWLIST = (
     "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CC", "CXX",
@@ -50,27 +51,6 @@ LOG_TAIL_BYTES = 4000
 # they own nothing on the host but their own directory, and RLIMIT_NPROC counts one evaluation's tasks.
 SANDBOX_UID_BASE = 2_000_000_000
 _UNSHARE_ARGS = ["--net", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("KERNELHUB_CACHE_DIR") or Path.home() / ".cache" / "kernelhub")
-
-
-def work_base() -> Path:
-    """Where the children's directories go: memory-backed /dev/shm when it is large (outputs of gigabytes
-    cross through files there), else the cache directory's work/."""
-    if os.environ.get("KERNELHUB_WORK_DIR"):
-        base = Path(os.environ["KERNELHUB_WORK_DIR"])
-    else:
-        base = cache_dir() / "work"
-        try:
-            if shutil.disk_usage("/dev/shm").free >= 32 << 30 and os.access("/dev/shm", os.W_OK):
-                base = Path("/dev/shm") / "kernelhub-work"
-        except OSError:
-            pass
-    base.mkdir(parents=True, exist_ok=True)
-    base.chmod(0o711)
-    return base
 
 
 @functools.cache
@@ -270,8 +250,6 @@ def _give_to(workdir: Path, uid: int) -> None:
 def new_workdir(prefix: str) -> Path:
     """A fresh directory named after its owner (`<prefix>o<pid>-...`, gpu_runner/cleanup.py): once this process is
     gone, however it died, the next evaluation or runner start removes it."""
-    from gpu_runner import cleanup
-
     base = work_base()
     path = Path(tempfile.mkdtemp(prefix=f"{prefix}{cleanup.owner_tag(base)}-", dir=base))
     path.chmod(0o700)
@@ -327,8 +305,6 @@ def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str
         "wall_clock_s": limits.wall_s,
     }
     child = Child(proc=proc, channel=Channel(parent_sock), workdir=workdir, marker=marker, isolation=isolation)
-    from gpu_runner import cleanup
-
     cleanup.record_child(workdir, pgid=proc.pid, marker=marker)
     threading.Thread(target=child.log.drain, args=(proc.stdout,), daemon=True).start()
     return child
@@ -421,8 +397,6 @@ def kill(child: Child, *, remove_dir: bool = True) -> list[int]:
     child.channel.close()
     if remove_dir:
         shutil.rmtree(child.workdir, ignore_errors=True)
-        from gpu_runner import cleanup
-
         cleanup.forget_child(child.workdir)
     return sorted(set(escapees))
 

@@ -189,8 +189,10 @@ def device_model(device: str) -> str:
     return str(cpu_snapshot().get("name")) + f" x{os.cpu_count()}"
 
 
-def versions(child_reported: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Versions known to the parent, completed by what the child saw (triton, cupy, cuda runtime)."""
+def versions(child_reported: dict[str, Any] | None = None, *, cxx: str | None = None) -> dict[str, Any]:
+    """Versions known to the parent, completed by what the child saw (triton, cupy, cuda runtime). cxx: the
+    C++ compiler's version line (builds.toolchain, which the caller asks: builds reads this module, not the
+    other way round)."""
     import torch
 
     out: dict[str, Any] = {
@@ -201,9 +203,7 @@ def versions(child_reported: dict[str, Any] | None = None) -> dict[str, Any]:
     }
     for mod in ("triton", "cupy", "numpy"):
         out[mod] = None
-    from gpu_runner.builds import toolchain
-
-    out["cxx"] = toolchain(False)["cxx"]
+    out["cxx"] = cxx
     if child_reported:
         for key in ("triton", "cupy", "numpy", "cuda_runtime", "cudnn"):
             if isinstance(child_reported.get(key), (str, int)):

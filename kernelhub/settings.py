@@ -232,6 +232,9 @@ MAX_PACKAGE_BYTES = env_int("MAX_PACKAGE_BYTES", 64 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_PACKAGE_BYTES * 4 // 3 + 1024 * 1024
 # Validating and converting an ANE submission on the site (builder in the sandbox, baseline conversion).
 ANE_PREPARE_TIME_LIMIT_S = env_int("ANE_PREPARE_TIME_LIMIT_S", 600)
+# Its queue: a worker of its own (`make run` starts one: `-Q ane-prepare`), so that a conversion of minutes, with
+# coremltools and torch in memory, never holds the site's worker (the sweeper, the offline re-queue) or its host.
+ANE_PREPARE_QUEUE = env_str("ANE_PREPARE_QUEUE", "ane-prepare")
 # Per account (a user and every entrant it owns together), not per entrant: entrants are free to make.
 SUBMISSIONS_PER_HOUR = env_int("SUBMISSIONS_PER_HOUR", 60)
 # Entrants one account may own; staff raise it for an account in the admin (its "account limits").

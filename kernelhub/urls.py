@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from apps.leaderboard.views import home
 from apps.submissions.api import api_not_found
 
 
@@ -37,6 +38,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("leaderboard/", include("apps.leaderboard.urls")),
     path("staff/", include("apps.devices.urls")),
+    # The front page: who leads each pool (apps/leaderboard/views.py).
+    path("", home, name="home"),
     path("", include("apps.submissions.urls")),
 ]
 

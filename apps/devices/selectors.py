@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from apps.devices import signals
 from apps.devices.models import AuditLog, Calibration, HardwarePool, Runner
 
 STATUS_ONLINE, STATUS_BUSY, STATUS_DRAINING = "online", "busy", "draining"
@@ -93,19 +94,13 @@ def _latest_calibrations(runner_ids: list[int]) -> dict[int, list[Calibration]]:
 def runner_rows(*, pool: HardwarePool | None = None) -> list[dict[str, Any]]:
     """Every runner with its status, seconds since its heartbeat, current job(s), telemetry, GPU busy fraction
     and calibration."""
-    from apps.submissions.models import Evaluation
-
     now = timezone.now()
     runners: QuerySet[Runner] = Runner.objects.select_related("pool")
     if pool is not None:
         runners = runners.filter(pool=pool)
     runner_list = list(runners)
     ids = [r.pk for r in runner_list]
-    jobs: dict[int, list[Evaluation]] = {}
-    for evaluation in (Evaluation.objects.filter(runner_id__in=ids, status=Evaluation.STATUS_RUNNING)
-                       .select_related("submission__problem").order_by("started_at")):
-        assert evaluation.runner_id is not None
-        jobs.setdefault(evaluation.runner_id, []).append(evaluation)
+    jobs = signals.running_jobs(ids)
     calibrations = _latest_calibrations(ids)
     rows = []
     for runner in runner_list:
@@ -119,8 +114,8 @@ def runner_rows(*, pool: HardwarePool | None = None) -> list[dict[str, Any]]:
             "status": runner_status(runner=runner, now=now, busy=bool(running)),
             "seconds_since_heartbeat": since,
             "jobs": running,
-            "current_job": [{"evaluation_id": e.pk, "problem": e.submission.problem.slug, "stage": e.stage,
-                             "attempt": e.attempt} for e in running],
+            "current_job": [{"evaluation_id": j.evaluation_id, "problem": j.problem, "stage": j.stage,
+                             "attempt": j.attempt} for j in running],
             "telemetry_summary": telemetry_summary(runner.telemetry),
             "gpu_busy": busy,
             "gpu_busy_text": gpu_busy_text(busy),

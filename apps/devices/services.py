@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.devices import signals
 from apps.devices.authentication import runner_secret_hash
 from apps.devices.models import AuditLog, Calibration, HardwarePool, Runner
 
@@ -142,18 +143,6 @@ def runner_resume(*, runner: Runner, actor: Any = None) -> str:
     return outcome
 
 
-def _runner_jobs_requeue(*, runner: Runner, reason: str) -> int:
-    from apps.submissions.models import Evaluation
-    from apps.submissions.services import evaluation_requeue
-
-    count = 0
-    for evaluation in Evaluation.objects.filter(runner=runner, status=Evaluation.STATUS_RUNNING):
-        with transaction.atomic():
-            if evaluation_requeue(evaluation=evaluation, reason=reason) != "skipped":
-                count += 1
-    return count
-
-
 def runner_disable(*, runner: Runner, actor: Any = None) -> str:
     """Its secret is refused from now on; its workers stop consuming and its running jobs go back to the queue
     at once (their tokens rotate, so a late result from it is refused too)."""
@@ -166,7 +155,11 @@ def runner_disable(*, runner: Runner, actor: Any = None) -> str:
                                    control.runner_stop_consuming(runner_name=runner.name, queue=runner.pool.queue))
     except control.ControlError as e:
         outcome = _control_outcome("cancel_consumer", None, str(e))
-    requeued = _runner_jobs_requeue(runner=runner, reason=f"runner {runner.name} was disabled by an admin")
+    # The submissions app takes the runner's running jobs back (apps/submissions/lifecycle.py answers the signal).
+    replies = signals.runner_disabled.send(sender=Runner, runner=runner,
+                                           reason=f"runner {runner.name} was disabled by an admin")
+    moved: list[Any] = [reply for _receiver, reply in replies]
+    requeued = sum(n for n in moved if isinstance(n, int))
     audit_record(action=AuditLog.ACTION_DISABLE, runner=runner, actor=actor,
                  detail=f"{outcome}; {requeued} running job(s) re-queued")
     return outcome
@@ -184,33 +177,6 @@ def runner_rotate_secret_audited(*, runner: Runner, actor: Any = None) -> str:
     audit_record(action=AuditLog.ACTION_ROTATE, runner=runner, actor=actor,
                  detail=f"new secret {runner.secret_prefix}...; the old one is refused from now on")
     return secret
-
-
-# --- Offline runners --------------------------------------------------------------------------------------
-
-def runners_offline_requeue() -> int:
-    """Re-queues the running jobs of runners that sent no heartbeat for RUNNER_OFFLINE_AFTER_S and whose job
-    said nothing for as long, well before the sweeper's JOB_SILENCE_TIMEOUT_S would. Returns the count."""
-    from apps.submissions.models import Evaluation
-    from apps.submissions.services import evaluation_requeue
-
-    limit = timezone.now() - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
-    # A runner that never sent a heartbeat is left to the sweeper: it may be a client of the API without serve.
-    jobs = (Evaluation.objects.filter(status=Evaluation.STATUS_RUNNING, runner__last_heartbeat_at__lt=limit,
-                                      last_progress_at__lt=limit).select_related("runner"))
-    count = 0
-    for evaluation in jobs:
-        runner = evaluation.runner
-        assert runner is not None and runner.last_heartbeat_at is not None
-        silent_s = int((timezone.now() - runner.last_heartbeat_at).total_seconds())
-        reason = f"runner {runner.name} went offline (no heartbeat for {silent_s} s)"
-        with transaction.atomic():
-            outcome = evaluation_requeue(evaluation=evaluation, reason=reason)
-        if outcome != "skipped":
-            count += 1
-            audit_record(action=AuditLog.ACTION_OFFLINE_REQUEUE, runner=runner,
-                         detail=f"evaluation {evaluation.pk} {outcome}: {reason}")
-    return count
 
 
 # --- Calibration ------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 from typing import Any
 
 from django import forms
@@ -21,11 +22,42 @@ from apps.devices.models import HardwarePool
 from apps.leaderboard import ane, plots, selectors
 from apps.leaderboard.reported import reported_table
 from apps.leaderboard.services import entrant_ban, submission_moderate
-from apps.submissions.models import Entrant, Problem, Submission
+from apps.submissions.models import Entrant, Evaluation, Problem, Submission
 
 
 class BadParameter(Exception):
     pass
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    """The race at a glance: who leads each pool, agents vs LLMs vs torch.compile, the newest verified
+    results; the problems one click away."""
+    online_since = timezone.now() - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
+    pools = []
+    for pool in HardwarePool.objects.filter(is_active=True, problems__is_active=True).distinct().order_by("slug"):
+        if pool.kind == HardwarePool.KIND_ANE:
+            continue  # the Neural Engine board ranks other numbers: linked, not summarised here
+        rows = selectors.leaderboard_rows(pool=pool.slug)
+        entrants = [r for r in rows if not r.is_baseline]
+        best_of_kind: dict[str, selectors.Row] = {}
+        for r in entrants:  # rows are ranked: the first of a kind is its best
+            best_of_kind.setdefault(r.kind, r)
+        pools.append({
+            "pool": pool, "suite_size": rows[0].suite_size if rows else 0, "leader": entrants[0] if entrants else None,
+            "kinds": [best_of_kind[k] for k in ("agent", "llm", "human") if k in best_of_kind],
+            "compile": next((r for r in rows if r.entrant_slug == selectors.COMPILE_SLUG), None),
+            "runners_online": pool.runners.filter(is_disabled=False, last_heartbeat_at__gte=online_since).count(),
+        })
+    newest = (Evaluation.objects.filter(status=Evaluation.STATUS_DONE, verdict="accepted",
+                                        submission__moderation=Submission.MODERATION_OK,
+                                        submission__entrant__is_banned=False)
+              .exclude(submission__entrant__kind=Entrant.KIND_BASELINE)
+              .select_related("submission__entrant", "submission__problem", "submission__pool")
+              .order_by("-finished_at", "-pk")[:8])
+    return render(request, "submissions/home.html", {
+        "pools": pools, "newest": newest,
+        "problem_count": Problem.objects.filter(is_active=True).count(),
+    })
 
 
 def _pool(slug: str) -> HardwarePool:

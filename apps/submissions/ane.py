@@ -1,7 +1,7 @@
 """The ANE track on the site: package uploads, what an ANE problem's page publishes, and the preparation of
 ANE jobs before they reach a Mac.
 
-A submission to a `<chip>-ane` pool is dispatched like any other (services.evaluation_dispatch), but to the
+A submission to a `<chip>-ane` pool is dispatched like any other (lifecycle.evaluation_dispatch), but to the
 site's own queue first: `submissions.prepare_ane_job` validates and converts it with coremltools on Linux
 (ane_runner.jobs.ane_job_prepare, seconds to minutes), then either stores a final verdict at once (an
 ineligible graph never waits for a Mac) or sends the job, with its prepared `ane` entry, to the pool's queue.
@@ -16,9 +16,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.utils import timezone
 
-from apps.submissions.models import Evaluation, Problem
+from apps.submissions import lifecycle
+from apps.submissions.models import Evaluation, Problem, token_hash
 
 logger = logging.getLogger(__name__)
 
@@ -100,26 +100,6 @@ def problem_ane_reference(*, problem: Problem) -> dict[str, Any]:
 
 # --- Preparing a dispatched job ------------------------------------------------------------------------
 
-def _finish_on_site(*, evaluation_id: int, job_token_hash: str, result: dict[str, Any], failed: bool = False) -> bool:
-    """queued -> done (a verdict that needed no Mac) or failed (the problem cannot serve), guarded by the
-    job's token: a job re-dispatched meanwhile is not written."""
-    from apps.submissions.events import publish_evaluation
-
-    now = timezone.now()
-    fields: dict[str, Any] = {"stage": "done", "finished_at": now, "last_progress_at": now,
-                              "message": result["message"][:20000], "job_token_hash": ""}
-    if failed:
-        fields["status"] = Evaluation.STATUS_FAILED
-    else:
-        fields.update(status=Evaluation.STATUS_DONE, verdict=result["verdict"], correct=result["correct"],
-                      result=result)
-    written = Evaluation.objects.filter(pk=evaluation_id, status=Evaluation.STATUS_QUEUED,
-                                        job_token_hash=job_token_hash).update(**fields)
-    if written:
-        publish_evaluation(Evaluation.objects.select_related("submission").get(pk=evaluation_id))
-    return bool(written)
-
-
 def ane_job_forward(*, job: dict[str, Any]) -> str:
     """Validates and prepares a dispatched ANE job, then finishes it here or sends it on to its Mac pool.
 
@@ -128,37 +108,32 @@ def ane_job_forward(*, job: dict[str, Any]) -> str:
     """
     from ane_runner.jobs import ane_job_prepare, ineligible_result
     from ane_runner.problem import ProblemError
-    from apps.submissions.services import EVALUATE_TASK, token_hash
-    from kernelhub.celery import app
 
     digest = token_hash(str(job["job_token"]))
-    current = Evaluation.objects.filter(pk=job["evaluation_id"], status=Evaluation.STATUS_QUEUED,
-                                        job_token_hash=digest)
-    evaluation = current.select_related("submission__pool").first()
-    if evaluation is None:
+    evaluation_id = job["evaluation_id"]
+    if not Evaluation.objects.filter(pk=evaluation_id, status=Evaluation.STATUS_QUEUED,
+                                     job_token_hash=digest).exists():
         return "stale"
+
+    def finish(outcome: str, result: dict[str, Any], failed: bool = False) -> str:
+        written = lifecycle.evaluation_finish_on_site(evaluation_id=evaluation_id, job_token_hash=digest,
+                                                      result=result, failed=failed)
+        return outcome if written else "stale"
+
     try:
         report, ane = ane_job_prepare(problem_source=job["problem_source"], solution_source=job["solution_source"])
     except ProblemError as exc:
         message = (f"This problem cannot be served on the ANE track ({exc}). This is the site's fault, not "
                    "the solution's: the operators were told; submit again once the problem is fixed.")
-        logger.error("ANE problem %s cannot serve evaluation %s: %s", job.get("problem_slug"), evaluation.pk, exc)
-        return "failed" if _finish_on_site(evaluation_id=evaluation.pk, job_token_hash=digest,
-                                           result={"message": message}, failed=True) else "stale"
+        logger.error("ANE problem %s cannot serve evaluation %s: %s", job.get("problem_slug"), evaluation_id, exc)
+        return finish("failed", {"message": message}, failed=True)
     except ValueError as exc:  # a `base64:` text that does not decode (submission_create refuses those)
-        result = {"verdict": "compile_error", "correct": None, "runtime_us": None, "message": str(exc)}
-        return "rejected" if _finish_on_site(evaluation_id=evaluation.pk, job_token_hash=digest,
-                                             result=result) else "stale"
+        return finish("rejected", {"verdict": "compile_error", "correct": None, "runtime_us": None,
+                                   "message": str(exc)})
     if ane is None:
-        result = ineligible_result(report)
-        return "rejected" if _finish_on_site(evaluation_id=evaluation.pk, job_token_hash=digest,
-                                             result=result) else "stale"
-    if not current.exists():
-        return "stale"
+        return finish("rejected", ineligible_result(report))
     # Still queued under the same token: the Mac's claim is what moves it to running.
-    app.send_task(EVALUATE_TASK, kwargs={"job": {**job, "ane": ane}}, queue=evaluation.submission.pool.queue)
-    current.update(last_progress_at=timezone.now())
-    return "sent"
+    return "sent" if lifecycle.evaluation_forward(job={**job, "ane": ane}) else "stale"
 
 
 def problem_ane_panel(*, problem: Problem, pools: list[Any]) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from rest_framework.views import APIView
 
 from apps.devices.authentication import IsRunner, RunnerAuthentication
 from apps.devices.models import Runner
-from apps.submissions import ane, selectors, services
+from apps.submissions import ane, lifecycle, selectors, services
 from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, Submission
 from apps.submissions.starters import LANGUAGE_FOR_DEVICE, starter_source
 from gpu_runner import workdir as agent_workdir
@@ -408,14 +408,14 @@ class JobClaimApi(RunnerJobApi):
                    parameters=[JOB_TOKEN_PARAMETER], responses={200: JobOutput, **_errors(401, 403, 404, 409)})
     def post(self, request: Request, evaluation_id: int) -> Response:
         runner, token = self.runner_and_token(request)
-        evaluation = services.evaluation_claim(evaluation_id=evaluation_id, runner=runner, job_token=token)
+        evaluation = lifecycle.evaluation_claim(evaluation_id=evaluation_id, runner=runner, job_token=token)
         return Response(_job_data(evaluation))
 
 
 class JobStageApi(RunnerJobApi):
     @extend_schema_serializer(component_name="JobStage")
     class InputSerializer(serializers.Serializer):
-        stage = serializers.ChoiceField(choices=services.JOB_STAGES)
+        stage = serializers.ChoiceField(choices=lifecycle.JOB_STAGES)
 
     @extend_schema(summary="Runner: report a stage (the same stage again is a keep-alive)", tags=["runners"],
                    parameters=[JOB_TOKEN_PARAMETER], request=InputSerializer,
@@ -424,7 +424,7 @@ class JobStageApi(RunnerJobApi):
         runner, token = self.runner_and_token(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        evaluation = services.evaluation_stage(evaluation_id=evaluation_id, runner=runner, job_token=token,
+        evaluation = lifecycle.evaluation_stage(evaluation_id=evaluation_id, runner=runner, job_token=token,
                                                stage=serializer.validated_data["stage"])
         return Response(_job_data(evaluation))
 
@@ -442,7 +442,7 @@ class JobResultApi(RunnerJobApi):
         runner, token = self.runner_and_token(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        evaluation = services.evaluation_finish(evaluation_id=evaluation_id, runner=runner, job_token=token,
+        evaluation = lifecycle.evaluation_finish(evaluation_id=evaluation_id, runner=runner, job_token=token,
                                                 result=serializer.validated_data["result"])
         return Response(_job_data(evaluation))
 
@@ -459,6 +459,6 @@ class JobFailApi(RunnerJobApi):
         runner, token = self.runner_and_token(request)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        evaluation = services.evaluation_give_up(evaluation_id=evaluation_id, runner=runner, job_token=token,
+        evaluation = lifecycle.evaluation_give_up(evaluation_id=evaluation_id, runner=runner, job_token=token,
                                                  message=serializer.validated_data["message"])
         return Response(_job_data(evaluation))

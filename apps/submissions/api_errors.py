@@ -14,7 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from apps.submissions.api_parsers import JsonTooDeep
-from apps.submissions.services import JobRefused, SubmissionError
+from apps.submissions.lifecycle import JobRefused
+from apps.submissions.services import SubmissionError
 
 # Django's own logger of 500s: its handlers (console, admins' mail) see an API's failure as they see a page's.
 request_logger = logging.getLogger("django.request")

@@ -12,8 +12,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from apps.submissions.models import ApiToken
-from apps.submissions.services import token_hash
+from apps.submissions.models import ApiToken, token_hash
 
 # Writing last_used_at on every request would make each read a write; once a few minutes is enough to audit.
 LAST_USED_RESOLUTION = timedelta(minutes=5)

@@ -15,6 +15,11 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def token_hash(token: str) -> str:
+    """What the database keeps of a secret token (an API token, a job token): never the token itself."""
+    return sha256_text(token)
+
+
 class Problem(models.Model):
     """A KernelBench-format problem. `source` is the current version; ProblemVersion keeps every one."""
 

@@ -3,13 +3,20 @@
 from celery import shared_task
 from django.conf import settings
 
-from apps.submissions import services
+from apps.submissions import lifecycle
 
 
 @shared_task(name="submissions.sweep_jobs", ignore_result=True)
 def sweep_jobs() -> dict[str, int]:
-    """Run by beat every SWEEP_INTERVAL_S: re-queue silent or long-queued jobs (services.evaluations_sweep)."""
-    return services.evaluations_sweep()
+    """Run by beat every SWEEP_INTERVAL_S: re-queue silent or long-queued jobs (lifecycle.evaluations_sweep)."""
+    return lifecycle.evaluations_sweep()
+
+
+@shared_task(name="devices.sweep_offline_runners", ignore_result=True)
+def sweep_offline_runners() -> int:
+    """Run by beat every SWEEP_INTERVAL_S: re-queue the running jobs of runners that went offline
+    (lifecycle.runners_offline_requeue). It kept the name it had in the devices app (settings' beat schedule)."""
+    return lifecycle.runners_offline_requeue()
 
 
 @shared_task(name="submissions.prepare_ane_job", ignore_result=True, acks_late=True,

@@ -5,7 +5,6 @@ from django.urls import path
 from apps.submissions import views
 
 urlpatterns = [
-    path("", views.home, name="home"),
     path("problems/", views.problem_list, name="problem-list"),
     path("problems/<slug:slug>/", views.problem_detail, name="problem-detail"),
     path("problems/<slug:slug>/ane-weights.npz", views.problem_ane_weights, name="problem-ane-weights"),

@@ -25,7 +25,7 @@ from django.views.decorators.http import require_http_methods
 
 from ane_runner.problem import ProblemError
 from apps.devices.models import HardwarePool
-from apps.submissions import ane, result_display, selectors, services
+from apps.submissions import ane, problems, result_display, selectors, services
 from apps.submissions.forms import EntrantCreateForm, SubmitForm
 from apps.submissions.models import ApiToken, Entrant, Evaluation, Problem, Submission
 from apps.submissions.starters import LANGUAGE_FOR_DEVICE, starter_source
@@ -84,39 +84,6 @@ def problem_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-def home(request: HttpRequest) -> HttpResponse:
-    """The race at a glance: who leads each pool, agents vs LLMs vs torch.compile, the newest verified
-    results; the problems one click away."""
-    from apps.leaderboard import selectors as board_selectors
-
-    online_since = timezone.now() - timedelta(seconds=settings.RUNNER_OFFLINE_AFTER_S)
-    pools = []
-    for pool in HardwarePool.objects.filter(is_active=True, problems__is_active=True).distinct().order_by("slug"):
-        if pool.kind == HardwarePool.KIND_ANE:
-            continue  # the Neural Engine board ranks other numbers: linked, not summarised here
-        rows = board_selectors.leaderboard_rows(pool=pool.slug)
-        entrants = [r for r in rows if not r.is_baseline]
-        best_of_kind: dict[str, board_selectors.Row] = {}
-        for r in entrants:  # rows are ranked: the first of a kind is its best
-            best_of_kind.setdefault(r.kind, r)
-        pools.append({
-            "pool": pool, "suite_size": rows[0].suite_size if rows else 0, "leader": entrants[0] if entrants else None,
-            "kinds": [best_of_kind[k] for k in ("agent", "llm", "human") if k in best_of_kind],
-            "compile": next((r for r in rows if r.entrant_slug == board_selectors.COMPILE_SLUG), None),
-            "runners_online": pool.runners.filter(is_disabled=False, last_heartbeat_at__gte=online_since).count(),
-        })
-    newest = (Evaluation.objects.filter(status=Evaluation.STATUS_DONE, verdict="accepted",
-                                        submission__moderation=Submission.MODERATION_OK,
-                                        submission__entrant__is_banned=False)
-              .exclude(submission__entrant__kind=Entrant.KIND_BASELINE)
-              .select_related("submission__entrant", "submission__problem", "submission__pool")
-              .order_by("-finished_at", "-pk")[:8])
-    return render(request, "submissions/home.html", {
-        "pools": pools, "newest": newest,
-        "problem_count": Problem.objects.filter(is_active=True).count(),
-    })
-
-
 def problem_detail(request: HttpRequest, slug: str) -> HttpResponse:
     # The "Solved by" count in the problem's own query: one round trip less.
     problem = get_object_or_404(
@@ -156,7 +123,7 @@ def problem_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @lru_cache(maxsize=256)
 def _starter(reference_source: str, language: str) -> str:
     """A problem's starter, built once per process and reference: it parses the reference (see AST_PARSE_LOCK)."""
-    with services.AST_PARSE_LOCK:
+    with problems.AST_PARSE_LOCK:
         return starter_source(reference_source=reference_source, language=language)
 
 

@@ -16,7 +16,7 @@ import pytest
 from tests.ane.helpers import POINTWISE
 
 POOL = "m4-ane"
-SITE_QUEUE = "site"
+PREPARE_QUEUE = "ane-prepare"  # settings.ANE_PREPARE_QUEUE: where dispatch sends an ANE job first
 POOL_QUEUE = f"pool.{POOL}"
 
 
@@ -45,7 +45,7 @@ def mac_runner(ane_pool):
 
 @pytest.fixture
 def ane_problem(ane_pool):
-    from apps.submissions.services import problem_load_from_file
+    from apps.submissions.problems import problem_load_from_file
 
     problem, _ = problem_load_from_file(path=POINTWISE, hardware=[POOL])
     return problem
@@ -96,10 +96,10 @@ def broker_queue(embedded_redis, settings):
             out.append({"task": envelope["headers"]["task"], "kwargs": kwargs})
         return out
 
-    for queue in (SITE_QUEUE, POOL_QUEUE):
+    for queue in (PREPARE_QUEUE, POOL_QUEUE):
         client.delete(queue)
     yield messages
-    for queue in (SITE_QUEUE, POOL_QUEUE):
+    for queue in (PREPARE_QUEUE, POOL_QUEUE):
         client.delete(queue)  # no stale job for a real worker of a later test
     client.close()
 

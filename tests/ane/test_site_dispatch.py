@@ -12,7 +12,7 @@ from ane_runner.package import package_spec, package_unzip
 from apps.submissions.models import Evaluation
 from apps.submissions.tasks import prepare_ane_job
 from tests.ane.helpers import EXAMPLES, POINTWISE_SHAPE, convert_zip, pointwise_weights
-from tests.ane.site import POOL_QUEUE, SITE_QUEUE, submit
+from tests.ane.site import POOL_QUEUE, PREPARE_QUEUE, submit
 
 BUILDER = (EXAMPLES / "mil/pointwise_conv_relu_ane.py").read_text()
 
@@ -35,7 +35,7 @@ def _dispatched(client, source, broker_queue, django_capture_on_commit_callbacks
     with django_capture_on_commit_callbacks(execute=True):
         response = submit(client, source)
     assert response.status_code == 201, response.json()
-    sent = broker_queue(SITE_QUEUE)
+    sent = broker_queue(PREPARE_QUEUE)
     assert [m["task"] for m in sent] == ["submissions.prepare_ane_job"]
     job = sent[0]["kwargs"]["job"]
     assert job["evaluation_id"] == response.json()["evaluation_id"]
@@ -97,7 +97,7 @@ def test_a_zip_that_is_no_package_is_a_compile_error(
 
 def test_a_job_dispatched_again_meanwhile_is_left_alone(
         ane_problem, alice, api, broker_queue, django_capture_on_commit_callbacks):
-    from apps.submissions.services import token_hash
+    from apps.submissions.models import token_hash
 
     job = _dispatched(api(alice.token), BUILDER, broker_queue, django_capture_on_commit_callbacks)
     job.pop("submission_id")

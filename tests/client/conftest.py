@@ -52,7 +52,8 @@ def solution(variant: int) -> str:
 @pytest.fixture
 def site(live_asgi_server, redis_queue):  # noqa: F811 - the fixtures imported above
     from apps.devices.services import pool_get_or_create
-    from apps.submissions.services import entrant_create, problem_load_from_file
+    from apps.submissions.problems import problem_load_from_file
+    from apps.submissions.services import entrant_create
 
     pool_get_or_create(slug="cpu")
     problem, _ = problem_load_from_file(path=PROBLEM_FILE, hardware=["cpu"])

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(EVALUATION_TIMEOUT_S + 300)]
 
 
 def test_it_packs_the_directory_and_the_runner_accepts_it(site, runner_process, tmp_path):
-    from apps.submissions.services import problem_load_from_file
+    from apps.submissions.problems import problem_load_from_file
 
     problem, _ = problem_load_from_file(path=PROBLEM_FILE, hardware=["cpu"])
     workdir = tmp_path / "agent_workdir"

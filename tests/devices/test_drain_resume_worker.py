@@ -29,7 +29,9 @@ def _queues() -> list[str] | None:
 
 
 @pytest.fixture
-def worker(embedded_redis, settings, tmp_path):
+def worker(embedded_redis, redis_queue, settings, tmp_path):
+    # redis_queue empties pool.cpu first: a job an earlier test left there would be the worker's first, and it
+    # would spend the test retrying its claim against a site that is not there.
     env = dict(os.environ, KERNELHUB_BROKER_URL=settings.CELERY_BROKER_URL, KERNELHUB_SITE_URL="http://127.0.0.1:9",
                KERNELHUB_RUNNER_TOKEN="khr_unused", PYTHONUNBUFFERED="1")
     env.pop("KERNELHUB_WORKER_LABEL", None)

@@ -6,8 +6,8 @@ from datetime import timedelta
 from django.utils import timezone
 
 from apps.devices.models import AuditLog, Runner
-from apps.devices.tasks import sweep_offline_runners
 from apps.submissions.models import Evaluation
+from apps.submissions.tasks import sweep_offline_runners
 from tests.devices.helpers import claimed_job, heartbeat
 
 

@@ -84,7 +84,7 @@ def suite(pools, tmp_path_factory):
 
     from django.core.management import call_command
 
-    from apps.submissions.services import problem_load_from_file
+    from apps.submissions.problems import problem_load_from_file
 
     root = kernelbench_tree(tmp_path_factory.mktemp("kb"))
     call_command("import_kernelbench", str(root), stdout=StringIO(), stderr=StringIO())

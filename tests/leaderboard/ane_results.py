@@ -22,8 +22,7 @@ def actor(name: str, kind: str):
 def queued_job(client) -> dict:
     """A submission whose dispatch is done by hand (as tests/site's queued_job does): the job's token rotated,
     without paying for another preparation. Enough for a runner to claim and report."""
-    from apps.submissions.models import Evaluation
-    from apps.submissions.services import token_hash
+    from apps.submissions.models import Evaluation, token_hash
 
     response = submit(client, BUILDER)
     assert response.status_code == 201, response.json()
@@ -63,14 +62,14 @@ def mac_posts_over_http(base_url: str, secret: str, entrant, problem, result: di
     would rotate it), then claimed and reported by the Mac runner over the live server's runner API."""
     import httpx
 
-    from apps.submissions import services
+    from apps.submissions import models, services
     from apps.submissions.models import Evaluation
     from tests.ane.site import POOL
 
     _submission, evaluation, _ = services.submission_create(
         entrant=entrant, problem_slug=problem.slug, source=BUILDER, language="coreml", hardware=POOL)
     token = f"http-token-{evaluation.pk}"
-    Evaluation.objects.filter(pk=evaluation.pk).update(job_token_hash=services.token_hash(token), attempt=1,
+    Evaluation.objects.filter(pk=evaluation.pk).update(job_token_hash=models.token_hash(token), attempt=1,
                                                        status=Evaluation.STATUS_QUEUED)
     api = httpx.Client(base_url=base_url, timeout=10,
                        headers={"Authorization": f"Runner {secret}", "X-Job-Token": token})

@@ -15,7 +15,7 @@ from apps.submissions.tasks import prepare_ane_job
 from tests.ane.site import (  # noqa: F401
     POOL,
     POOL_QUEUE,
-    SITE_QUEUE,
+    PREPARE_QUEUE,
     alice,
     ane_pool,
     ane_problem,
@@ -35,7 +35,7 @@ def _prepared_job(client, broker_queue, capture) -> dict:
         response = submit(client, BUILDER)
     assert response.status_code == 201, response.json()
     evaluation_id = response.json()["evaluation_id"]
-    [site_job] = [m["kwargs"]["job"] for m in broker_queue(SITE_QUEUE) if m["kwargs"]["job"]["evaluation_id"]
+    [site_job] = [m["kwargs"]["job"] for m in broker_queue(PREPARE_QUEUE) if m["kwargs"]["job"]["evaluation_id"]
                   == evaluation_id]
     assert prepare_ane_job(site_job) == "sent"
     [job] = [m["kwargs"]["job"] for m in broker_queue(POOL_QUEUE) if m["kwargs"]["job"]["evaluation_id"]

@@ -1,7 +1,6 @@
 import pytest
 
-from apps.submissions.models import ApiToken, Entrant
-from apps.submissions.services import token_hash
+from apps.submissions.models import ApiToken, Entrant, token_hash
 
 
 @pytest.mark.django_db

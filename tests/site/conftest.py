@@ -44,7 +44,7 @@ def pools(db):
 
 @pytest.fixture
 def problem(pools):
-    from apps.submissions.services import problem_load_from_file
+    from apps.submissions.problems import problem_load_from_file
 
     problem, _ = problem_load_from_file(path=PROBLEM_FILE, hardware=["cpu"])
     return problem
@@ -138,8 +138,7 @@ def claimed(problem, alice, runners, api, redis_queue, django_capture_on_commit_
 
 def queued_job(evaluation: Any) -> str:
     """Rotate a queued evaluation's token as dispatch would (without a broker) and return the clear token."""
-    from apps.submissions.models import Evaluation
-    from apps.submissions.services import token_hash
+    from apps.submissions.models import Evaluation, token_hash
 
     token = f"test-token-{evaluation.pk}-{evaluation.attempt + 1}"
     Evaluation.objects.filter(pk=evaluation.pk).update(job_token_hash=token_hash(token),

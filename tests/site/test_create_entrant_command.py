@@ -5,8 +5,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.submissions.models import ApiToken, Entrant
-from apps.submissions.services import token_hash
+from apps.submissions.models import ApiToken, Entrant, token_hash
 
 
 def test_it_prints_a_token_that_authenticates(db, api):

@@ -1,7 +1,6 @@
 """After commit, a submission is sent to its pool's queue as `gpu_runner.evaluate_job` with the contract's job."""
 
-from apps.submissions.models import Evaluation
-from apps.submissions.services import token_hash
+from apps.submissions.models import Evaluation, token_hash
 from tests.site.conftest import SOLUTION_SOURCE, submit
 
 JOB_KEYS = {"evaluation_id", "job_token", "attempt", "problem_slug", "problem_source", "solution_source",
@@ -55,7 +54,7 @@ def test_a_duplicate_is_not_sent_again(problem, alice, api, redis_queue, django_
 
 def test_two_dispatchers_of_the_same_attempt_send_one_job(problem, alice, api, redis_queue,
                                                           django_capture_on_commit_callbacks):
-    from apps.submissions.services import evaluation_dispatch
+    from apps.submissions.lifecycle import evaluation_dispatch
 
     with django_capture_on_commit_callbacks(execute=True):
         body = submit(api(alice.token)).json()

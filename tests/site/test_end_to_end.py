@@ -34,7 +34,8 @@ def _next_event(ws, deadline: float) -> dict | None:
 @pytest.mark.slow
 def test_it_evaluates_a_submission_end_to_end(live_asgi_server, runner_process,  # noqa: F811 - imported
                                               embedded_redis):
-    from apps.submissions.services import entrant_create, problem_load_from_file
+    from apps.submissions.problems import problem_load_from_file
+    from apps.submissions.services import entrant_create
 
     problem_load_from_file(path=PROBLEM_FILE, hardware=["cpu"])
     _entrant, token = entrant_create(name="E2E agent", kind="agent")

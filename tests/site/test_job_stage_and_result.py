@@ -105,7 +105,7 @@ def test_a_result_without_the_result_object_is_a_400(running):
 
 
 def test_a_late_result_after_a_requeue_is_refused(running, settings):
-    from apps.submissions.services import evaluation_requeue
+    from apps.submissions.lifecycle import evaluation_requeue
 
     evaluation, token, client = running
     evaluation.refresh_from_db()

@@ -28,7 +28,8 @@ def bounded_prescreen(monkeypatch):
 def test_it_bounds_the_prescreen_of_a_padded_source(bounded_prescreen, live_asgi_server,
                                                     runner_process, embedded_redis, settings):  # noqa: F811
     from apps.submissions.models import Evaluation
-    from apps.submissions.services import entrant_create, problem_load_from_file
+    from apps.submissions.problems import problem_load_from_file
+    from apps.submissions.services import entrant_create
 
     problem_load_from_file(path=PROBLEM_FILE, hardware=["cpu"])
     _entrant, token = entrant_create(name="Padding agent", kind="agent")

@@ -63,8 +63,8 @@ def test_without_a_gpu_the_gpu_problems_wait_on_the_h200_pool(db, embedded_redis
 
     from django.utils import timezone
 
+    from apps.submissions.lifecycle import evaluations_sweep
     from apps.submissions.models import Evaluation
-    from apps.submissions.services import evaluations_sweep
 
     _without_a_gpu()
     out = _setup()

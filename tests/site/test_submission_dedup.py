@@ -42,7 +42,7 @@ def test_a_failed_evaluation_is_retried_by_submitting_again(problem, alice, api)
 
 
 def test_a_new_problem_version_is_evaluated_again(problem, alice, api, tmp_path):
-    from apps.submissions.services import problem_load_from_file
+    from apps.submissions.problems import problem_load_from_file
     from tests.site.conftest import PROBLEM_FILE
 
     client = api(alice.token)

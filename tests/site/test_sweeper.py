@@ -7,8 +7,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from apps.devices.models import Runner
+from apps.submissions.lifecycle import evaluations_sweep
 from apps.submissions.models import Evaluation
-from apps.submissions.services import evaluations_sweep
 from tests.site.conftest import submit
 
 

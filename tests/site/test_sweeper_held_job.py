@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from apps.submissions.lifecycle import evaluations_sweep
 from apps.submissions.models import Evaluation
-from apps.submissions.services import evaluations_sweep
 
 
 def _heartbeat(client):

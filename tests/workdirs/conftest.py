@@ -8,7 +8,7 @@ from tests.workdirs.helpers import PROBLEM_FILE
 
 @pytest.fixture
 def workdir_problem(pools):  # noqa: F811
-    from apps.submissions.services import problem_load_from_file
+    from apps.submissions.problems import problem_load_from_file
 
     problem, _ = problem_load_from_file(path=PROBLEM_FILE, hardware=["cpu", "h200"])
     return problem

@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.devices.models import HardwarePool
 from apps.submissions.models import Problem
-from apps.submissions.services import ProblemError, problem_load_from_file
+from apps.submissions.problems import ProblemError, problem_load_from_file
 
 LEVELS = (1, 2, 3)
 FILE_RE = re.compile(r"^(?P<number>\d+)_(?P<name>.+)\.py$")

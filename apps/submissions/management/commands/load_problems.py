@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.submissions.services import ProblemError, problem_load_from_file
+from apps.submissions.problems import ProblemError, problem_load_from_file
 
 
 def problem_files(paths: list[str]) -> list[Path]:

@@ -33,14 +33,8 @@ from apps.devices.models import HardwarePool, Runner
 from apps.devices.services import pool_get_or_create, runner_create, runner_rotate_secret
 from apps.submissions.management.commands.load_problems import problem_files
 from apps.submissions.models import Problem
-from apps.submissions.services import (
-    ProblemError,
-    SubmissionError,
-    entrant_get_or_create_for_examples,
-    problem_load_from_file,
-    problem_slug_from_path,
-    submission_create,
-)
+from apps.submissions.problems import ProblemError, problem_load_from_file, problem_slug_from_path
+from apps.submissions.services import SubmissionError, entrant_get_or_create_for_examples, submission_create
 from kernelhub import local_processes
 
 # Marketing words and memory/form-factor suffixes that do not name the GPU model.
@@ -249,6 +243,11 @@ class Command(BaseCommand):
             ("site-worker", [python, "-m", "celery", "-A", "kernelhub", "worker", "-Q", "site", "-c", "1",
                              "-B", "-s", str(Path(settings.VAR_DIR) / "celerybeat-schedule"),
                              "--without-gossip", "--without-mingle", "-n", "site@%h", "-l", "info"], {}),
+            # ANE submissions are validated and converted to Core ML (minutes, coremltools) by a worker of their
+            # own, never the site's (settings.ANE_PREPARE_QUEUE).
+            ("ane-prepare-worker", [python, "-m", "celery", "-A", "kernelhub", "worker", "-Q",
+                                    settings.ANE_PREPARE_QUEUE, "-c", "1", "--without-gossip", "--without-mingle",
+                                    "-n", "ane-prepare@%h", "-l", "info"], {}),
         ]
         for pool_slug, secret in runner_secrets.items():
             # The secret goes through the environment, not argv: other local users can read argv.

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from apps.submissions.services import evaluations_sweep
+from apps.submissions.lifecycle import evaluations_sweep
 
 
 class Command(BaseCommand):
