@@ -855,6 +855,13 @@ class Harness:
         took beyond it is the solution's own time, which bounds the time the solution reports (timing.py)."""
         if self.role == "solution":
             raise HarnessError("internal", "not for the solution")
+        # A run of calls (timing.RUN_CALLS), as the solution's request made them; or one ("set", "change").
+        sets = msg["sets"] if "sets" in msg else [msg["set"]]
+        changes = msg["changes"] if "changes" in msg else [msg.get("change")]
+        if any(change and change[0] == "fresh" for change in changes):
+            # A regenerated set would leave this process's set k other than the one the checks' replays expect
+            # (the parent audits no run of regenerated sets: timing._runs keeps them apart).
+            raise HarnessError("internal", "a null call does not regenerate a set (a fresh change)")
         torch = self.torch
         template = getattr(self, "null_template", None)
         if template is None:
@@ -866,9 +873,6 @@ class Harness:
         policy, self.policy = self.policy, {**(msg.get("policy") or {}), "record_ops": False}
         keep = bool(msg.get("keep", True))
         before = dict(self.phases_us)
-        # A run of calls (timing.RUN_CALLS), as the solution's request made them; or one ("set", "change").
-        sets = msg["sets"] if "sets" in msg else [msg["set"]]
-        changes = msg["changes"] if "changes" in msg else [msg.get("change")]
         times = []
         try:
             self.batch_outputs = []

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,33 @@ class Verdict(Exception):
 
 class EvaluatorError(RuntimeError):
     """A failure of the evaluator or of the problem, not of the solution."""
+
+
+@dataclass(frozen=True)
+class ReferenceData:
+    """What the reference's trials found, for one (problem, seed, device): the trials' seeds and expected outputs
+    (None where a trial's are computed when its turn comes: `expected_mode` "on_demand", for outputs too large to
+    keep), their float64 runs for the precision rule, the output's structure, the inputs the timing may perturb,
+    the sizes, whether forward changes its inputs, and the reference's measured footprint. A warm pool keeps it,
+    in this trusted process, for the next evaluation of the same problem (gpu_runner/warm.py)."""
+
+    trial_seeds: tuple[int, ...]
+    sample_seeds: tuple[int, ...]
+    expected: tuple[list[Any] | None, ...]
+    ground_truth: tuple[list[Any] | None, ...]
+    fp64_notes: tuple[str, ...]
+    structure: Any
+    perturbable: list[Any]
+    input_bytes: int
+    output_bytes: int
+    changes_inputs: bool
+    footprint: dict[str, int] | None
+    expected_mode: str
+
+    def nbytes(self) -> int:
+        """The tensors it holds (what a warm pool counts against its budget)."""
+        return sum(t.numel() * t.element_size() for ts in self.expected + self.ground_truth if ts
+                   for t in ts if t is not None)
 
 
 class _ChildFailed(Exception):
@@ -260,7 +288,7 @@ def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", 
             run.cleanup()
     if "name" not in result["device"]:
         result["device"] = {**sysinfo.device_snapshot(device), "at": "end"}
-    result["versions"] = sysinfo.versions(run.child_versions)
+    result["versions"] = sysinfo.versions(run.child_versions, cxx=builds.toolchain(False)["cxx"])
     result["wall_s"] = round(time.monotonic() - started, 3)
     return result
 
@@ -588,71 +616,89 @@ class _Run:
     def _reference_outputs_held(self) -> None:
         ref = self.reference
         assert ref is not None
-        self.trial_seeds = [_derived_seed(self.seed, "trial", i) for i in range(N_TRIALS)]
         # The trials' expected outputs depend only on (problem, seed, device): a warm pool keeps them in this
         # trusted process's memory, out of the solution's reach, and the reference skips them.
         cache_key = (self.result["problem_hash"], self.seed, self.device, N_TRIALS)
         remembered = self.pool.references.get(cache_key) if self.pool is not None else None
         self.result["checks"]["reference_trials_cached"] = remembered is not None
         if remembered is not None:
-            for name, value in remembered.items():
-                setattr(self, name, value)
+            data = remembered
         else:
-            before = set(vars(self))
             with self.timed("reference_trials"):
-                self._reference_trials(ref)
-            if self.pool is not None and self.expected_mode == "memory":
-                # Whatever the trials set on this run (expected outputs, structure, sizes, ...), kept read-only.
-                found = {name: value for name, value in vars(self).items() if name not in before}
-                nbytes = sum(t.numel() * t.element_size() for ts in self.expected + self.ground_truth if ts
-                             for t in ts if t is not None)
-                self.pool.references.put(cache_key, found, nbytes)
+                data = self._reference_trials(ref)
+            if self.pool is not None and data.expected_mode == "memory":
+                self.pool.references.put(cache_key, data, data.nbytes())
+        self._adopt(data)
+
+    def _adopt(self, data: ReferenceData) -> None:
+        """The run works from the reference's data: its own copies of what the on-demand trials fill in later
+        (expected outputs, float64 runs, notes, whether the forward changes its inputs); the rest as it is."""
+        self.reference_data = data
+        self.trial_seeds, self.sample_seeds = list(data.trial_seeds), list(data.sample_seeds)
+        self.expected, self.ground_truth = list(data.expected), list(data.ground_truth)
+        self.fp64_notes = list(data.fp64_notes)
+        self.structure, self.perturbable = data.structure, data.perturbable
+        self.input_bytes, self.output_bytes = data.input_bytes, data.output_bytes
+        self.ref_changes_inputs, self.ref_footprint = data.changes_inputs, data.footprint
+        self.expected_mode = data.expected_mode
 
     def _timed_reference_sets(self) -> None:
         assert self.reference is not None
         with self.timed("reference_sets"), self._device_lock("reference sets", shared=True):
             self._reference_sets(self.reference)
 
-    def _reference_trials(self, ref: Session) -> None:
-        self.expected: list[list[Any] | None] = []
+    def _reference_trials(self, ref: Session) -> ReferenceData:
+        trial_seeds = [_derived_seed(self.seed, "trial", i) for i in range(N_TRIALS)]
+        # Read by _fp64_file and _ground_truth while the trials run.
+        self.fp64_notes = []
+        expected: list[list[Any] | None] = []
         # The float64 run of each trial (precision.py), None where it could not be done (or not yet: on_demand).
-        self.ground_truth: list[list[Any] | None] = []
-        self.fp64_notes: list[str] = []
+        ground_truth: list[list[Any] | None] = []
         # Where large outputs are sampled for the precision rule: a seed the solution cannot know.
-        self.sample_seeds = [random.SystemRandom().randrange(1 << 31) for _ in self.trial_seeds]
-        self.ref_changes_inputs = False
-        for i, s in enumerate(self.trial_seeds):
+        sample_seeds = [random.SystemRandom().randrange(1 << 31) for _ in trial_seeds]
+        changes_inputs = False
+        footprint: dict[str, int] | None = None
+        structure: Any = None
+        perturbable: list[Any] = []
+        input_bytes = output_bytes = 0
+        for i, s in enumerate(trial_seeds):
             if i > 0 and self.expected_mode == "on_demand":
                 # Computed just before the solution's trial i (_expected_trial).
-                self.expected.append(None)
-                self.ground_truth.append(None)
+                expected.append(None)
+                ground_truth.append(None)
                 continue
             if i == 0:
                 before = self._trusted(ref, "memory", reset=True)
             reply = self._trusted(ref, "trial", seed=s, file=f"ref_trial_{i}.pt", fp64_file=self._fp64_file(i),
-                                  sample_seed=self.sample_seeds[i])
+                                  sample_seed=sample_seeds[i])
             if i == 0:
                 after = reply.get("memory_after_call") or self._trusted(ref, "memory")
-                self._measure_footprint(reply, before, after)
+                footprint = self._measure_footprint(reply, before, after)
             if reply["problems"]:
                 raise EvaluatorError(f"the problem's Model output is unusable: {'; '.join(reply['problems'])}")
-            expected = ref.tensors(f"ref_trial_{i}.pt", trusted=True)
-            self.expected.append(expected)
+            outputs = ref.tensors(f"ref_trial_{i}.pt", trusted=True)
+            expected.append(outputs)
             (ref.workdir / f"ref_trial_{i}.pt").unlink(missing_ok=True)
-            self.ground_truth.append(self._ground_truth(ref, i, reply))
-            self.structure = reply["structure"]
-            self.ref_changes_inputs |= bool(reply.get("changed_inputs"))
-            unusable = correctness.reference_problems(expected, self.meta, self.device)
+            ground_truth.append(self._ground_truth(ref, i, reply))
+            structure = reply["structure"]
+            changes_inputs |= bool(reply.get("changed_inputs"))
+            unusable = correctness.reference_problems(outputs, self.meta, self.device)
             if unusable:
                 raise EvaluatorError(f"the problem cannot judge solutions (trial {i + 1}): {'; '.join(unusable)}")
             if i == 0:
-                self._check_deterministic(ref, s)
-            self.perturbable = reply["perturbable"] if self.meta.get("perturb_timed_inputs", True) else []
-            self.input_bytes, self.output_bytes = int(reply["input_bytes"]), int(reply["output_bytes"])
+                self._check_deterministic(ref, s, outputs, structure)
+            perturbable = reply["perturbable"] if self.meta.get("perturb_timed_inputs", True) else []
+            input_bytes, output_bytes = int(reply["input_bytes"]), int(reply["output_bytes"])
             if i == 0 and self.expected_mode == "on_demand":
-                self.expected[0] = self.ground_truth[0] = None  # not kept either: computed again when its turn comes
+                expected[0] = ground_truth[0] = None  # not kept either: computed again when its turn comes
+        return ReferenceData(
+            trial_seeds=tuple(trial_seeds), sample_seeds=tuple(sample_seeds), expected=tuple(expected),
+            ground_truth=tuple(ground_truth), fp64_notes=tuple(self.fp64_notes), structure=structure,
+            perturbable=perturbable, input_bytes=input_bytes, output_bytes=output_bytes,
+            changes_inputs=changes_inputs, footprint=footprint, expected_mode=self.expected_mode)
 
-    def _measure_footprint(self, reply: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> None:
+    def _measure_footprint(self, reply: dict[str, Any], before: dict[str, Any],
+                           after: dict[str, Any]) -> dict[str, int]:
         """The reference's own peak in its first trial, cached for later evaluations on this device model; and
         where the trials' expected outputs live (memory_plan.py)."""
         if self.device == "cuda":
@@ -661,10 +707,10 @@ class _Run:
             peak = int(after.get("vmhwm_bytes", 0)) - int(before.get("vmrss_bytes", 0))
         footprint = {"input_bytes": int(reply["input_bytes"]), "output_bytes": int(reply["output_bytes"]),
                      "peak_bytes": max(0, peak)}
-        self.ref_footprint = footprint
         memory_plan.store_footprint(self.result["problem_hash"], self.device_model, footprint)
         if (N_TRIALS + 1) * footprint["output_bytes"] > memory_plan.EXPECTED_IN_MEMORY_BYTES:
             self.expected_mode = "on_demand"
+        return footprint
 
     def _fp64_file(self, i: int) -> str | None:
         """Where trial i's float64 run goes, or None where the precision rule's run is skipped: it doubles the
@@ -714,7 +760,7 @@ class _Run:
         return expected
 
     def _reference_sets(self, ref: Session) -> None:
-        fp = getattr(self, "ref_footprint", None)
+        fp = self.ref_footprint
         self.plan = self._make_plan(self.input_bytes, self.output_bytes, fp["peak_bytes"] if fp else None,
                                     "measured" if fp else "unmeasured")
         self.result["checks"].setdefault("memory_plan", {})["timing"] = self.plan.record()
@@ -734,18 +780,16 @@ class _Run:
         self.result["checks"].update({"trials": N_TRIALS, "timing_input_sets": self.n_sets,
                                       "input_bytes": self.input_bytes, "output_bytes": self.output_bytes})
 
-    def _check_deterministic(self, ref: Session, seed: int) -> None:
+    def _check_deterministic(self, ref: Session, seed: int, first: list[Any], structure: Any) -> None:
         """The same inputs again, from another random state: the outputs must agree within the tolerances."""
         reply = self._trusted(ref, "trial", seed=seed, rng_seed=_derived_seed(self.seed, "rerun", 0),
                               file="ref_trial_again.pt")
         again = ref.tensors("ref_trial_again.pt", trusted=True) if not reply["problems"] else []
         (ref.workdir / "ref_trial_again.pt").unlink(missing_ok=True)
-        first = self.expected[0]
-        assert first is not None  # kept until this check, in either mode
         cmp = correctness.compare(first, again, self.meta, self.device)
-        if reply.get("structure") != self.structure or not cmp.ok:
-            differs = cmp.message if reply.get("structure") == self.structure else \
-                f"the output is {reply.get('structure')}, then {self.structure}"
+        if reply.get("structure") != structure or not cmp.ok:
+            differs = cmp.message if reply.get("structure") == structure else \
+                f"the output is {reply.get('structure')}, then {structure}"
             raise EvaluatorError(
                 "the problem's Model is not deterministic: two runs on the same inputs disagree "
                 f"({differs}). Its forward draws random numbers (torch.rand*, dropout in training mode) or keeps "
@@ -1043,7 +1087,7 @@ class _Run:
                           f"{sol_check['floor_us']:.2f} us on this device", "faster_than_speed_of_light")
 
     def _baselines(self) -> None:
-        versions = sysinfo.versions(self.child_versions)
+        versions = sysinfo.versions(self.child_versions, cxx=builds.toolchain(False)["cxx"])
         for mode in ("eager", "compile"):
             key = baselines.key(problem_hash=self.result["problem_hash"], device_model=self.device_model,
                                 versions=versions, mode=mode)

@@ -280,117 +280,41 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us", "clock_audit",
     "child_phases_us", "tail"}.
     """
-    rng = random.SystemRandom()
+    loop = _Loop(session, device=device, check_batch=check_batch, null_call=null_call, cpu_clock=cpu_clock,
+                 tail_allowance_us=tail_allowance_us)
+    rng = loop.rng
     session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
-    times: list[float] = []  # the calls the statistics are taken over
-    all_times: list[float] = []  # every timed call, the op-recorded ones included
-    calls = 0
-    tails: list[float] = []
-    escaped: list[float] = []  # per call, the time added for a tail beyond the allowance
-    guarded = check_batch is not None
-    first_seen: dict[int, float] = {}
-    repeats: list[float] = []
-    fresh_times: list[float] = []
-    reused_times: list[float] = []
-    checked = 0
-    audits: list[AuditEntry] = []  # clock_audit's entries
-    samples: list[dict[str, Any]] | None = [] if os.environ.get(SAMPLES_VAR) == "1" else None
-    phases: Any = None
     budget_end = time.monotonic() + BUDGET_S[device]
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
     batch = min(10, longest)
-    awake = AWAKE_S.get(device, 0.0)
     run_calls = run_length(device)
     while True:
         batch_start = time.monotonic()
-        if awake:
-            session.request("ping", stay_awake_s=awake)
+        if loop.awake:
+            session.request("ping", stay_awake_s=loop.awake)
         order = [rng.randrange(n_sets) for _ in range(batch)]
-        perturb: list[Any] = []
         fresh_positions = _fresh_positions(rng, batch, run_calls)
-        for pos in range(batch):
-            if pos in fresh_positions:
-                perturb.append(["fresh", rng.randrange(1 << 31)])
-            elif perturbable:
-                j, numel = perturbable[rng.randrange(len(perturbable))]
-                perturb.append([j, rng.randrange(numel), rng.randrange(numel)])
-            else:
-                perturb.append(None)
+        perturb = _changes(rng, batch, fresh_positions, perturbable)
         batch_times: list[float] = []
         recorded: list[bool] = []
         for positions in _runs(batch, run_calls, fresh_positions):
-            # A run: RUN_CALLS calls back to back in one request (the child's loop, as a plain event timing's),
-            # timed as a whole by the parent's clock. Whether the guard's op record runs is chosen per run, here:
-            # the first runs (RECORD_FIRST calls) and then one in RECORD_ONE_IN. Recorded runs cost the harness
-            # more and are left out of the audit.
-            first = positions[0]
-            record = calls + first < RECORD_FIRST or rng.randrange(RECORD_ONE_IN) == 0
-            cpu0 = cpu_clock() if cpu_clock is not None else None
-            t0 = time.perf_counter()
-            reply = session.request("time_batch", order=[order[p] for p in positions], keep=check_batch is not None,
-                                    perturb=[perturb[p] for p in positions], append=first > 0, record=record,
-                                    stay_awake_s=awake)
-            wall_us = (time.perf_counter() - t0) * 1e6
-            cpu1 = cpu_clock() if cpu0 is not None else None
-            # None where the threads changed during the run: that audit entry then uses the wall clock.
-            cpu_us = busiest_thread_us(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else 0.0
-            faults = faults_between(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else None
-            windows = validate_times(reply.get("times_us"), len(positions))
-            run_tails: list[float | None] = [None] * len(positions)
-            if device == "cuda" and tail_allowance_us is not None:
-                run_tails = list(validate_times(reply.get("tails_us"), len(positions)))
-                tails += [t for t in run_tails if t is not None]
-            run_times = [with_tail(w, t, tail_allowance_us) for w, t in zip(windows, run_tails, strict=True)]
-            escaped += [t - w for t, w in zip(run_times, windows, strict=True)]
-            if sum(run_times) > wall_us * 1.05 + 1000:
-                raise TimingRejected(
-                    "timing_inconsistent",
-                    f"{len(run_times)} call(s) were reported to take {sum(run_times):.0f} us together but their "
-                    f"request took {wall_us:.0f} us by the evaluator's clock")
+            run_times, record = loop.time_run(positions, order, perturb, fresh=positions[0] in fresh_positions)
             batch_times += run_times
-            recorded += [record and guarded] * len(positions)
-            n = len(positions)
-            # Calls on regenerated sets are not audited: regenerating a set is most of such a request, and a null
-            # call that regenerated the trusted reference's copy would move it ahead of the changes the checks
-            # replay on it (_runs keeps them out of the other calls' runs).
-            fresh_run = positions[0] in fresh_positions
-            if null_call is not None and not record and not fresh_run and rng.randrange(AUDIT_ONE_IN) == 0:
-                null_s, null_cpu_us, null_faults, null_phases = null_call(
-                    [order[p] for p in positions], [perturb[p] for p in positions], check_batch is not None)
-                # Per call: the run's figures over its calls.
-                audits.append(AuditEntry(sum(run_times) / n, wall_us / n, null_s * 1e6 / n,
-                                         None if cpu_us is None else cpu_us / n,
-                                         None if null_cpu_us is None else null_cpu_us / n, faults, null_faults))
-                if samples is not None:
-                    samples.append({"call": calls + first, "calls_in_run": n, "reported_us": sum(run_times),
-                                    "request_wall_us": wall_us, "null_wall_us": null_s * 1e6,
-                                    "request_cpu_us": cpu_us, "null_cpu_us": null_cpu_us, "request_faults": faults,
-                                    "null_faults": null_faults, "null_phases_us": null_phases})
-        phases = reply.get("phases_us")
+            recorded += [record and loop.guarded] * len(positions)
         if check_batch is not None:
             # Picked after the batch ran, so the solution cannot know which calls are checked.
             positions = sorted(rng.sample(range(len(order)), k=max(1, min(most_checks, len(order) // 3))))
             check_batch(positions, order, perturb)
-            checked += len(positions)
-        calls += len(batch_times)
-        all_times += batch_times
-        for change, k, t, rec in zip(perturb, order, batch_times, recorded, strict=True):
-            if rec:
-                continue
-            (fresh_times if change and change[0] == "fresh" else reused_times).append(t)
-            if k in first_seen:
-                repeats.append(t)
-            else:
-                first_seen[k] = t
-            times.append(t)
-        stats = summarize(times)
+            loop.checked += len(positions)
+        loop.account(order, perturb, batch_times, recorded)
+        stats = summarize(loop.times)
         # The clock audit wants AUDIT_MIN calls for a useful bound: the loop goes on for them, up to twice its budget.
-        audited = null_call is None or len(audits) >= AUDIT_MIN or time.monotonic() > budget_end + BUDGET_S[device]
-        if len(times) >= MIN_REPS and stats.get("rse") is not None and stats["rse"] < TARGET_RSE and audited:
+        audited = null_call is None or len(loop.audits) >= AUDIT_MIN or time.monotonic() > budget_end + BUDGET_S[device]
+        if len(loop.times) >= MIN_REPS and stats.get("rse") is not None and stats["rse"] < TARGET_RSE and audited:
             break
         # The budget does not end the loop before the fresh-input comparison has its calls (two batches).
-        compared = len(fresh_times) >= FRESH_MIN_CALLS and len(reused_times) >= FRESH_MIN_CALLS
-        if calls >= MAX_REPS or (time.monotonic() > budget_end and compared and audited and times):
+        compared = len(loop.fresh_times) >= FRESH_MIN_CALLS and len(loop.reused_times) >= FRESH_MIN_CALLS
+        if loop.calls >= MAX_REPS or (time.monotonic() > budget_end and compared and audited and loop.times):
             break
         # The next batch doubles, but is not planned to run past the budget by the cost per call of this one
         # (its null calls and checks included): a whole batch past the budget had been seconds of overhead.
@@ -399,63 +323,202 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         run_calls = run_length(device, stats.get("median_us"))
         fits = math.ceil(max(0.0, budget_end - time.monotonic()) / max(per_call_s, 1e-6))
         batch = max(MIN_BATCH, min(longest, batch * 2, fits)) if compared else min(longest, batch * 2)
-    if not times:
-        # Every call was op-recorded (a run capped at fewer calls than RECORD_FIRST): their times, with the
-        # record's cost in them, are all there is.
-        times = all_times
-    audit = None
-    if audits:
-        audit = clock_audit(summarize(times)["median_us"], audits, device)
-        if samples is not None:
-            audit["samples"] = samples
-        if not audit["ok"]:
+    # Every call op-recorded (a run capped at fewer calls than RECORD_FIRST): their times, with the record's cost
+    # in them, are all there is.
+    times = loop.times or loop.all_times
+    audit = _audit(times, loop.audits, loop.samples, device)
+    wall_per_call_us = _wall_per_call_us(session, rng, n_sets, len(times))
+    fresh = _fresh_check(loop.fresh_times, loop.reused_times, judged=check_batch is not None)
+    return {"times_us": times, "stats": summarize(times), "checked_calls": loop.checked,
+            "memo": _memo(loop.first_seen, loop.repeats), "fresh": fresh, "wall_per_call_us": wall_per_call_us,
+            "clock_audit": audit, "child_phases_us": _child_phases(loop.phases),
+            "tail": _tail_summary(loop.tails, loop.escaped, tail_allowance_us), "calls": loop.calls}
+
+
+def _changes(rng: random.Random, batch: int, fresh_positions: set[int],
+             perturbable: list[list[int]] | None) -> list[Any]:
+    """Each call's change to its input set: ["fresh", seed] (regenerate it), [input, from, to] (copy one element
+    over another), or None."""
+    perturb: list[Any] = []
+    for pos in range(batch):
+        if pos in fresh_positions:
+            perturb.append(["fresh", rng.randrange(1 << 31)])
+        elif perturbable:
+            j, numel = perturbable[rng.randrange(len(perturbable))]
+            perturb.append([j, rng.randrange(numel), rng.randrange(numel)])
+        else:
+            perturb.append(None)
+    return perturb
+
+
+class _Loop:
+    """The timing loop's accounts: every call's time, those the statistics take, the audit's entries, the
+    comparisons' samples (fresh against reused sets, first calls on a set against repeats)."""
+
+    def __init__(self, session: Any, *, device: str, check_batch: Any, null_call: Any, cpu_clock: Any,
+                 tail_allowance_us: float | None) -> None:
+        self.session, self.device, self.null_call, self.cpu_clock = session, device, null_call, cpu_clock
+        self.keep = check_batch is not None
+        self.guarded = check_batch is not None
+        self.tail_allowance_us = tail_allowance_us
+        self.rng = random.SystemRandom()
+        self.awake = AWAKE_S.get(device, 0.0)
+        self.times: list[float] = []  # the calls the statistics are taken over
+        self.all_times: list[float] = []  # every timed call, the op-recorded ones included
+        self.calls = 0
+        self.checked = 0
+        self.tails: list[float] = []
+        self.escaped: list[float] = []  # per call, the time added for a tail beyond the allowance
+        self.first_seen: dict[int, float] = {}
+        self.repeats: list[float] = []
+        self.fresh_times: list[float] = []
+        self.reused_times: list[float] = []
+        self.audits: list[AuditEntry] = []  # clock_audit's entries
+        self.samples: list[dict[str, Any]] | None = [] if os.environ.get(SAMPLES_VAR) == "1" else None
+        self.phases: Any = None
+
+    def time_run(self, positions: list[int], order: list[int], perturb: list[Any],
+                 fresh: bool) -> tuple[list[float], bool]:
+        """A run: RUN_CALLS calls back to back in one request (the child's loop, as a plain event timing's), timed
+        as a whole by the parent's clock. Whether the guard's op record runs is chosen per run, here: the first
+        runs (RECORD_FIRST calls) and then one in RECORD_ONE_IN. Recorded runs cost the harness more and are left
+        out of the audit. Returns the calls' times and whether the run was recorded."""
+        first = positions[0]
+        record = self.calls + first < RECORD_FIRST or self.rng.randrange(RECORD_ONE_IN) == 0
+        cpu0 = self.cpu_clock() if self.cpu_clock is not None else None
+        t0 = time.perf_counter()
+        reply = self.session.request("time_batch", order=[order[p] for p in positions], keep=self.keep,
+                                     perturb=[perturb[p] for p in positions], append=first > 0, record=record,
+                                     stay_awake_s=self.awake)
+        wall_us = (time.perf_counter() - t0) * 1e6
+        cpu1 = self.cpu_clock() if cpu0 is not None else None
+        # None where the threads changed during the run: that audit entry then uses the wall clock.
+        cpu_us = busiest_thread_us(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else 0.0
+        faults = faults_between(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else None
+        self.phases = reply.get("phases_us")
+        windows = validate_times(reply.get("times_us"), len(positions))
+        run_tails: list[float | None] = [None] * len(positions)
+        if self.device == "cuda" and self.tail_allowance_us is not None:
+            run_tails = list(validate_times(reply.get("tails_us"), len(positions)))
+            self.tails += [t for t in run_tails if t is not None]
+        run_times = [with_tail(w, t, self.tail_allowance_us) for w, t in zip(windows, run_tails, strict=True)]
+        self.escaped += [t - w for t, w in zip(run_times, windows, strict=True)]
+        if sum(run_times) > wall_us * 1.05 + 1000:
             raise TimingRejected(
-                "timing_forged",
-                f"the timed calls were reported at {audit['reported_median_us']:.1f} us (median) but took at least "
-                f"{audit['parent_clock_lower_bound_us']:.1f} us each (95% bound; median "
-                f"{audit['parent_clock_median_us']:.1f} us) by the evaluator's clock beyond the harness's own work "
-                f"({audit['null_call_median_us']:.1f} us per call, measured in the trusted process): the solution's "
-                "timer was tampered with. Leave the timers and the runtime's functions alone", audit)
-    # The parent's own clock on back-to-back calls: work that escapes the timed window shows up here.
-    order = [rng.randrange(n_sets) for _ in range(max(5, min(50, len(times) // 4)))]
+                "timing_inconsistent",
+                f"{len(run_times)} call(s) were reported to take {sum(run_times):.0f} us together but their "
+                f"request took {wall_us:.0f} us by the evaluator's clock")
+        # Calls on regenerated sets are not audited: regenerating a set is most of such a request, and a null
+        # call that regenerated the trusted reference's copy would move it ahead of the changes the checks
+        # replay on it (_runs keeps them out of the other calls' runs).
+        if self.null_call is not None and not record and not fresh and self.rng.randrange(AUDIT_ONE_IN) == 0:
+            self._audit_run(positions, order, perturb, run_times, wall_us, cpu_us, faults)
+        return run_times, record
+
+    def _audit_run(self, positions: list[int], order: list[int], perturb: list[Any], run_times: list[float],
+                   wall_us: float, cpu_us: float | None, faults: int | None) -> None:
+        n = len(positions)
+        null_s, null_cpu_us, null_faults, null_phases = self.null_call(
+            [order[p] for p in positions], [perturb[p] for p in positions], self.keep)
+        # Per call: the run's figures over its calls.
+        self.audits.append(AuditEntry(sum(run_times) / n, wall_us / n, null_s * 1e6 / n,
+                                      None if cpu_us is None else cpu_us / n,
+                                      None if null_cpu_us is None else null_cpu_us / n, faults, null_faults))
+        if self.samples is not None:
+            self.samples.append({"call": self.calls + positions[0], "calls_in_run": n, "reported_us": sum(run_times),
+                                 "request_wall_us": wall_us, "null_wall_us": null_s * 1e6,
+                                 "request_cpu_us": cpu_us, "null_cpu_us": null_cpu_us, "request_faults": faults,
+                                 "null_faults": null_faults, "null_phases_us": null_phases})
+
+    def account(self, order: list[int], perturb: list[Any], batch_times: list[float], recorded: list[bool]) -> None:
+        """A batch's calls into the statistics (the op-recorded ones left out) and the comparisons' samples."""
+        self.calls += len(batch_times)
+        self.all_times += batch_times
+        for change, k, t, rec in zip(perturb, order, batch_times, recorded, strict=True):
+            if rec:
+                continue
+            (self.fresh_times if change and change[0] == "fresh" else self.reused_times).append(t)
+            if k in self.first_seen:
+                self.repeats.append(t)
+            else:
+                self.first_seen[k] = t
+            self.times.append(t)
+
+
+def _audit(times: list[float], audits: list[AuditEntry], samples: list[dict[str, Any]] | None,
+           device: str) -> dict[str, Any] | None:
+    """The clock audit's record, or TimingRejected("timing_forged") where the reported times are below its floor."""
+    if not audits:
+        return None
+    audit = clock_audit(summarize(times)["median_us"], audits, device)
+    if samples is not None:
+        audit["samples"] = samples
+    if not audit["ok"]:
+        raise TimingRejected(
+            "timing_forged",
+            f"the timed calls were reported at {audit['reported_median_us']:.1f} us (median) but took at least "
+            f"{audit['parent_clock_lower_bound_us']:.1f} us each (95% bound; median "
+            f"{audit['parent_clock_median_us']:.1f} us) by the evaluator's clock beyond the harness's own work "
+            f"({audit['null_call_median_us']:.1f} us per call, measured in the trusted process): the solution's "
+            "timer was tampered with. Leave the timers and the runtime's functions alone", audit)
+    return audit
+
+
+def _wall_per_call_us(session: Any, rng: random.Random, n_sets: int, n_times: int) -> float:
+    """The parent's own clock on back-to-back calls: work that escapes the timed window shows up here."""
+    order = [rng.randrange(n_sets) for _ in range(max(5, min(50, n_times // 4)))]
     t0 = time.perf_counter()
     session.request("back_to_back", order=order, empty=True)
     overhead = time.perf_counter() - t0
     t0 = time.perf_counter()
     session.request("back_to_back", order=order)
-    wall_per_call_us = max(0.0, time.perf_counter() - t0 - overhead) / len(order) * 1e6
-    memo = None
-    if first_seen and repeats:
-        first_med = statistics.median(first_seen.values())
-        rep_med = statistics.median(repeats)
-        memo = {"first_call_median_us": first_med, "repeat_median_us": rep_med,
-                "suspicious": len(first_seen) >= 3 and rep_med < MEMO_RATIO * first_med}
-    fresh = None
-    if len(fresh_times) >= FRESH_MIN_CALLS and len(reused_times) >= FRESH_MIN_CALLS:
-        fresh_med, reused_med = statistics.median(fresh_times), statistics.median(reused_times)
-        # Against a lower 95% bound of the fresh calls' median (few calls; on a loaded host a few of them slowed
-        # by chance had rejected honest kernels): noise only adds time, and a real memoiser is faster than
-        # even the fastest fresh calls.
-        fresh_bound = median_lower_bound(fresh_times)
-        fresh = {"fresh_calls": len(fresh_times), "fresh_median_us": fresh_med, "reused_median_us": reused_med,
-                 "fresh_lower_bound_us": fresh_bound, "ok": reused_med >= FRESH_RATIO * fresh_bound}
-        if not fresh["ok"] and check_batch is not None:
-            raise TimingRejected(
-                "memoization",
-                f"calls on inputs that differ from an earlier call in one element took {reused_med:.1f} us (median), "
-                f"calls on freshly generated inputs {fresh_med:.1f} us: the kernel reuses work from earlier calls. "
-                "Compute every output from its inputs on every call",
-            )
-    # The child's word, kept only as four finite numbers.
-    child_phases = {k: round(float(v), 1) for k, v in phases.items()
-                    if k in ("inputs", "poison", "call", "fingerprint", "forward_host") and type(v) in (int, float)
-                    and math.isfinite(v)} if isinstance(phases, dict) else None
-    tail_summary = None
-    if tails:
-        tail_summary = {"allowance_us": round(float(tail_allowance_us or 0.0), 2),
-                        "median_us": round(statistics.median(tails), 2),
-                        "calls_over_allowance": sum(1 for e in escaped if e > 0),
-                        "added_median_us": round(statistics.median(escaped), 2), "calls": len(tails)}
-    return {"times_us": times, "stats": summarize(times), "checked_calls": checked, "memo": memo,
-            "fresh": fresh, "wall_per_call_us": wall_per_call_us, "clock_audit": audit,
-            "child_phases_us": child_phases, "tail": tail_summary, "calls": calls}
+    return max(0.0, time.perf_counter() - t0 - overhead) / len(order) * 1e6
+
+
+def _memo(first_seen: dict[int, float], repeats: list[float]) -> dict[str, Any] | None:
+    """First calls on each set against repeat calls on the same sets (suspicious: repeats much faster)."""
+    if not (first_seen and repeats):
+        return None
+    first_med = statistics.median(first_seen.values())
+    rep_med = statistics.median(repeats)
+    return {"first_call_median_us": first_med, "repeat_median_us": rep_med,
+            "suspicious": len(first_seen) >= 3 and rep_med < MEMO_RATIO * first_med}
+
+
+def _fresh_check(fresh_times: list[float], reused_times: list[float], *, judged: bool) -> dict[str, Any] | None:
+    """Calls on regenerated sets against calls on reused ones; for the solution (judged), TimingRejected
+    ("memoization") where the reused ones are much faster."""
+    if len(fresh_times) < FRESH_MIN_CALLS or len(reused_times) < FRESH_MIN_CALLS:
+        return None
+    fresh_med, reused_med = statistics.median(fresh_times), statistics.median(reused_times)
+    # Against a lower 95% bound of the fresh calls' median (few calls; on a loaded host a few of them slowed
+    # by chance had rejected honest kernels): noise only adds time, and a real memoiser is faster than
+    # even the fastest fresh calls.
+    fresh_bound = median_lower_bound(fresh_times)
+    fresh = {"fresh_calls": len(fresh_times), "fresh_median_us": fresh_med, "reused_median_us": reused_med,
+             "fresh_lower_bound_us": fresh_bound, "ok": reused_med >= FRESH_RATIO * fresh_bound}
+    if not fresh["ok"] and judged:
+        raise TimingRejected(
+            "memoization",
+            f"calls on inputs that differ from an earlier call in one element took {reused_med:.1f} us (median), "
+            f"calls on freshly generated inputs {fresh_med:.1f} us: the kernel reuses work from earlier calls. "
+            "Compute every output from its inputs on every call",
+        )
+    return fresh
+
+
+def _child_phases(phases: Any) -> dict[str, float] | None:
+    """The child's word on where its harness time went, kept only as finite numbers of the known phases."""
+    if not isinstance(phases, dict):
+        return None
+    return {k: round(float(v), 1) for k, v in phases.items()
+            if k in ("inputs", "poison", "call", "fingerprint", "forward_host") and type(v) in (int, float)
+            and math.isfinite(v)}
+
+
+def _tail_summary(tails: list[float], escaped: list[float], allowance_us: float | None) -> dict[str, Any] | None:
+    if not tails:
+        return None
+    return {"allowance_us": round(float(allowance_us or 0.0), 2), "median_us": round(statistics.median(tails), 2),
+            "calls_over_allowance": sum(1 for e in escaped if e > 0),
+            "added_median_us": round(statistics.median(escaped), 2), "calls": len(tails)}

@@ -8,7 +8,8 @@ is handed over (never inherited across a fork).
 
 A child serves one submission and is killed with it (evaluate.py closes it); `take` hands each pre-started
 process out once and forgets it, and `refill`, called between jobs, starts the next. The pool also keeps the
-reference's trial outputs per (problem, seed, device) in this trusted process's memory (`references`).
+reference's trial outputs per (problem, seed, device) in this trusted process's memory (`references`, each
+an evaluate.ReferenceData).
 
     pool = WarmPool("cuda"); pool.refill()
     result = evaluate(problem, solution, device="cuda", pool=pool); pool.refill()
@@ -42,17 +43,17 @@ class ReferenceCache:
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self.entries: OrderedDict[Any, tuple[dict[str, Any], int]] = OrderedDict()
+        self.entries: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, key: Any) -> dict[str, Any] | None:
+    def get(self, key: Any) -> Any:
         with self.lock:
             if key not in self.entries:
                 return None
             self.entries.move_to_end(key)
             return self.entries[key][0]
 
-    def put(self, key: Any, value: dict[str, Any], nbytes: int) -> None:
+    def put(self, key: Any, value: Any, nbytes: int) -> None:
         if nbytes > self.max_bytes:
             return
         with self.lock:
