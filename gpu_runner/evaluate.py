@@ -633,7 +633,6 @@ class _Run:
     def _adopt(self, data: ReferenceData) -> None:
         """The run works from the reference's data: its own copies of what the on-demand trials fill in later
         (expected outputs, float64 runs, notes, whether the forward changes its inputs); the rest as it is."""
-        self.reference_data = data
         self.trial_seeds, self.sample_seeds = list(data.trial_seeds), list(data.sample_seeds)
         self.expected, self.ground_truth = list(data.expected), list(data.ground_truth)
         self.fp64_notes = list(data.fp64_notes)

@@ -300,7 +300,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         for positions in _runs(batch, run_calls, fresh_positions):
             run_times, record = loop.time_run(positions, order, perturb, fresh=positions[0] in fresh_positions)
             batch_times += run_times
-            recorded += [record and loop.guarded] * len(positions)
+            recorded += [record and loop.checked_side] * len(positions)
         if check_batch is not None:
             # Picked after the batch ran, so the solution cannot know which calls are checked.
             positions = sorted(rng.sample(range(len(order)), k=max(1, min(most_checks, len(order) // 3))))
@@ -358,8 +358,8 @@ class _Loop:
     def __init__(self, session: Any, *, device: str, check_batch: Any, null_call: Any, cpu_clock: Any,
                  tail_allowance_us: float | None) -> None:
         self.session, self.device, self.null_call, self.cpu_clock = session, device, null_call, cpu_clock
-        self.keep = check_batch is not None
-        self.guarded = check_batch is not None
+        # The solution's timing: outputs kept for the checks, and the guard's op record in play.
+        self.checked_side = check_batch is not None
         self.tail_allowance_us = tail_allowance_us
         self.rng = random.SystemRandom()
         self.awake = AWAKE_S.get(device, 0.0)
@@ -387,7 +387,7 @@ class _Loop:
         record = self.calls + first < RECORD_FIRST or self.rng.randrange(RECORD_ONE_IN) == 0
         cpu0 = self.cpu_clock() if self.cpu_clock is not None else None
         t0 = time.perf_counter()
-        reply = self.session.request("time_batch", order=[order[p] for p in positions], keep=self.keep,
+        reply = self.session.request("time_batch", order=[order[p] for p in positions], keep=self.checked_side,
                                      perturb=[perturb[p] for p in positions], append=first > 0, record=record,
                                      stay_awake_s=self.awake)
         wall_us = (time.perf_counter() - t0) * 1e6
@@ -419,7 +419,7 @@ class _Loop:
                    wall_us: float, cpu_us: float | None, faults: int | None) -> None:
         n = len(positions)
         null_s, null_cpu_us, null_faults, null_phases = self.null_call(
-            [order[p] for p in positions], [perturb[p] for p in positions], self.keep)
+            [order[p] for p in positions], [perturb[p] for p in positions], self.checked_side)
         # Per call: the run's figures over its calls.
         self.audits.append(AuditEntry(sum(run_times) / n, wall_us / n, null_s * 1e6 / n,
                                       None if cpu_us is None else cpu_us / n,
