@@ -278,7 +278,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     guard's op record ran on (the solution's) are checked like all others but left out of the statistics: the
     record costs time inside the call that no baseline pays.
     Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us", "clock_audit",
-    "child_phases_us", "tail"}.
+    "child_phases_us", "back_to_back_forward_host_us", "tail"}.
     """
     loop = _Loop(session, device=device, check_batch=check_batch, null_call=null_call, cpu_clock=cpu_clock,
                  tail_allowance_us=tail_allowance_us)
@@ -327,12 +327,12 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     # in them, are all there is.
     times = loop.times or loop.all_times
     audit = _audit(times, loop.audits, loop.samples, device)
-    wall_per_call_us = _wall_per_call_us(session, rng, n_sets, len(times))
+    wall_per_call_us, b2b_host_us = _wall_per_call_us(session, rng, n_sets, len(times))
     fresh = _fresh_check(loop.fresh_times, loop.reused_times, judged=check_batch is not None)
     return {"times_us": times, "stats": summarize(times), "checked_calls": loop.checked,
             "memo": _memo(loop.first_seen, loop.repeats), "fresh": fresh, "wall_per_call_us": wall_per_call_us,
             "clock_audit": audit, "child_phases_us": _child_phases(loop.phases),
-            "tail": _tail_summary(loop.tails, loop.escaped, tail_allowance_us), "calls": loop.calls}
+            "back_to_back_forward_host_us": b2b_host_us, "tail": _tail_summary(loop.tails, loop.escaped, tail_allowance_us), "calls": loop.calls}
 
 
 def _changes(rng: random.Random, batch: int, fresh_positions: set[int],
@@ -464,15 +464,20 @@ def _audit(times: list[float], audits: list[AuditEntry], samples: list[dict[str,
     return audit
 
 
-def _wall_per_call_us(session: Any, rng: random.Random, n_sets: int, n_times: int) -> float:
-    """The parent's own clock on back-to-back calls: work that escapes the timed window shows up here."""
+def _wall_per_call_us(session: Any, rng: random.Random, n_sets: int, n_times: int) -> tuple[float, float | None]:
+    """The parent's own clock on back-to-back calls: work that escapes the timed window shows up here.
+    (wall us per call, the child's word on its host time in forward per call, or None)."""
     order = [rng.randrange(n_sets) for _ in range(max(5, min(50, n_times // 4)))]
     t0 = time.perf_counter()
     session.request("back_to_back", order=order, empty=True)
     overhead = time.perf_counter() - t0
     t0 = time.perf_counter()
-    session.request("back_to_back", order=order)
-    return max(0.0, time.perf_counter() - t0 - overhead) / len(order) * 1e6
+    reply = session.request("back_to_back", order=order)
+    wall = max(0.0, time.perf_counter() - t0 - overhead) / len(order) * 1e6
+    host = reply.get("forward_host_us") if isinstance(reply, dict) else None
+    if not isinstance(host, int | float) or isinstance(host, bool) or not math.isfinite(host):
+        return wall, None
+    return wall, round(float(host), 1)
 
 
 def _memo(first_seen: dict[int, float], repeats: list[float]) -> dict[str, Any] | None:

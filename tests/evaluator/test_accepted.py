@@ -15,3 +15,7 @@ def test_it_accepts_an_honest_cpp_solution_and_reports_stages():
     assert result["eager_us"] > 0 and result["speedup_vs_eager"] > 0
     # The profiler's device time (CUDA Agent's measure) is a CUDA figure: on a CPU it is absent, and says why.
     assert result["kernel_time_us"] is None and result["checks"]["kernel_time"]["measured"] is False
+    # The parent's clock on back-to-back calls (the op record off in both of its loops), and beside it the child's
+    # own word on its host time in forward per call.
+    assert result["checks"]["wall_per_call_us"] >= 0
+    assert result["checks"]["back_to_back_forward_host_us_reported"] > 0
