@@ -349,6 +349,66 @@ def in_process(problem_path: Path, solution_path: Path, device: str, deadline: f
         save()
 
 
+def record_aftereffect(problem_path: Path, solution_path: Path, device: str, deadline: float, out: dict,
+                       save: Any) -> None:
+    """The guard's pieces around the solution's forward before and after one call the op record ran on, in one
+    fresh process (--sequence record-aftereffect): on the H200 a guarded forward ran several times slower once a
+    profiler had run in its process, on the development machine not at all. Each piece is measured on both sides
+    of the recorded call, so that the one whose cost moves is named."""
+    import torch
+
+    from gpu_runner import guards
+
+    problem, model, model_new = load_models(problem_path, solution_path, device, "after")
+    torch.manual_seed(1)
+    with torch.device(device):
+        inputs = list(problem.get_inputs())
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    if device == "cuda":
+        from gpu_runner.child import cuda_flush_bytes
+
+        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
+        flush = torch.empty(cuda_flush_bytes(l2), dtype=torch.uint8, device="cuda")
+    else:
+        flush = torch.empty(16 << 20, dtype=torch.uint8)
+    variants: dict[str, dict] = out.setdefault("variants", {})
+    guards.install_process_guards()  # as in the solution's child: allowed ops fall through the mode
+
+    def mode() -> Any:
+        return guards._BlockTorchCompute(guards.ALLOWED_ATEN_OPS)
+
+    pieces: list[tuple[str, Any]] = [
+        ("plain", contextlib.nullcontext),
+        ("dispatch mode", mode),
+        ("forward_guard without decoy", lambda: guards.forward_guard({"record_ops": False, "itt_decoy": False})),
+        ("forward_guard", lambda: guards.forward_guard({"record_ops": False})),
+    ]
+    if torch.profiler.itt.is_available():
+        pieces.insert(2, ("ITT decoy", torch.autograd.profiler.emit_itt))
+
+    def side(label: str) -> None:
+        for name, enter in pieces:
+            key = f"{label}: {name}"
+            if time.monotonic() > deadline:
+                variants[key] = {"skipped": "deadline"}
+                continue
+            try:
+                variants[key] = measure(torch, model_new, inputs, device, flush, enter)
+            except Exception as e:  # noqa: BLE001 - one piece failing leaves the others' figures standing
+                variants[key] = {"error": f"{type(e).__name__}: {e}"[:400]}
+            save()
+
+    with torch.no_grad():
+        side("before")
+        t0 = time.perf_counter()
+        with guards.forward_guard({"record_ops": True}):
+            model_new(*inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        out["recorded_call_s"] = time.perf_counter() - t0
+        side("after one recorded call")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", type=Path, default=REPO / "benchmarks/fidelity/add_small.py")
@@ -356,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--budget-s", type=float, default=240.0)
     parser.add_argument("--out")
+    parser.add_argument("--sequence", choices=("all", "record-aftereffect"), default="all", help=(
+        "all: every variant above; record-aftereffect: the guard's pieces before and after one recorded call"))
     args = parser.parse_args(argv)
     out: dict = {"machine": machine(), "device": args.device, "problem": str(args.problem),
                  "solution": str(args.solution), "calls": CALLS}
@@ -369,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
             os.ftruncate(fd, 0)
             os.pwrite(fd, data, 0)
 
-    run(args.problem.resolve(), args.solution.resolve(), args.device, time.monotonic() + args.budget_s, out, save)
+    sequence = run if args.sequence == "all" else record_aftereffect
+    sequence(args.problem.resolve(), args.solution.resolve(), args.device, time.monotonic() + args.budget_s, out, save)
     save()
     print(json.dumps(out, indent=1, default=str))
     return 0
