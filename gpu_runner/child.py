@@ -383,8 +383,15 @@ class Harness:
         with self.no_grad():
             if self.guards is not None:
                 with self.guards.forward_guard(self.policy):
-                    return self.model(*inputs)
-            return self.model(*inputs)
+                    return self._forward(inputs)
+            return self._forward(inputs)
+
+    def _forward(self, inputs: list):
+        """The model's forward; its host time (inside the guard) is left in forward_host_s."""
+        t0 = self.perf()
+        out = self.model(*inputs)
+        self.forward_host_s = self.perf() - t0
+        return out
 
     def _timed_call(self, inputs: list, model=None, guards=None) -> tuple[object, float, float | None]:
         """One call, timed: (output, the window in us, on CUDA the tail in us).
@@ -993,17 +1000,8 @@ class Harness:
                 return {}
             host = 0.0
             for k in msg["order"]:
-                inputs = self.sets[int(k)]
-                with self.no_grad():
-                    if self.guards is not None:
-                        with self.guards.forward_guard(self.policy):
-                            t0 = self.perf()
-                            out = self.model(*inputs)
-                            host += self.perf() - t0
-                    else:
-                        t0 = self.perf()
-                        out = self.model(*inputs)
-                        host += self.perf() - t0
+                out = self._call(self.sets[int(k)])
+                host += self.forward_host_s
                 del out
             self._sync()
         finally:
