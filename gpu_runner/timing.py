@@ -338,7 +338,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     return {"times_us": times, "stats": summarize(times), "checked_calls": loop.checked,
             "memo": _memo(loop.first_seen, loop.repeats), "fresh": fresh, "wall_per_call_us": wall_per_call_us,
             "clock_audit": audit, "child_phases_us": _child_phases(loop.phases),
-            "back_to_back_forward_host_us": b2b_host_us, "tail": _tail_summary(loop.tails, loop.escaped, tail_allowance_us), "calls": loop.calls}
+            "back_to_back_forward_host_us": b2b_host_us,
+            "tail": _tail_summary(loop.tails, loop.escaped, tail_allowance_us), "calls": loop.calls}
 
 
 def _changes(rng: random.Random, batch: int, fresh_positions: set[int],
