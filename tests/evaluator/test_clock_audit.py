@@ -44,6 +44,20 @@ def test_an_honest_time_passes_and_so_does_one_within_the_ratio():
     assert timing.clock_audit(850.0, _audits(850.0, own=1000.0, null=300.0), "cuda")["ok"] is True
 
 
+def test_a_run_of_calls_in_one_request_spreads_the_requests_slack_over_its_calls():
+    # The slack is a request's; a run of 8 calls in one request leaves an eighth of it to each call. The CPU
+    # figures of a paced clock in runs of 8 (2.4 ms calls reported at 1.41 ms): passed with the whole slack per
+    # call, refused with its share.
+    one = [(1406.0, 2376.0 + 2600.0, 2376.0, 2376.0 + 2600.0, 2376.0, 0, 0, 1) for _ in range(30)]
+    runs = [entry[:7] + (8,) for entry in one]
+    assert timing.clock_audit(1406.0, one, "cpu")["ok"] is True
+    audit = timing.clock_audit(1406.0, runs, "cpu")
+    assert audit["ok"] is False and audit["calls_per_request"] == 8
+    assert audit["floor_us"] == pytest.approx(0.7 * 2600.0 - 300.0 / 8 - 0.1 * 2376.0)
+    # An honest kernel in runs still passes.
+    assert timing.clock_audit(2450.0, runs, "cpu")["ok"] is True
+
+
 def test_noise_the_solution_adds_to_its_own_requests_cannot_lower_the_bound():
     quiet = _audits(400.0, own=1000.0, null=300.0)
     # Half of its calls made slower by milliseconds: the differences only grow, the bound does not fall.
