@@ -199,6 +199,7 @@ _in_forward = 0
 _in_hook = False
 _baseline_threads: set[int] = set()
 _forward_calls = 0
+_last_recorded = False  # whether the op record ran on the latest call (last_call_recorded)
 _cwd = ""
 _pid = 0
 _private_roots_cache: list[str] = []
@@ -900,7 +901,7 @@ def forward_guard(policy: dict) -> Iterator[None]:
       cannot predict;
     - "check_stream" (default True): on CUDA, the current stream after the call must be the default stream.
     """
-    global _in_forward, _forward_calls
+    global _in_forward, _forward_calls, _last_recorded
     allowed = _allowed_ops(policy)
     _late_library_guards()
     native_before = _native_threads()
@@ -912,6 +913,7 @@ def forward_guard(policy: dict) -> Iterator[None]:
     mode = _BlockTorchCompute(allowed) if block else None
     stack_depth = torch._C._len_torch_dispatch_stack()
     profiler = torch.autograd.profiler.profile(use_kineto=False) if record and not _profiler_failed else None
+    _last_recorded = profiler is not None
     # On calls the record skips, ITT ranges (a few microseconds per op) keep RecordFunction callbacks installed
     # too: native code that asks whether any are (to run torch ops only when nobody records) gets the same
     # answer on every call.
@@ -950,6 +952,11 @@ def forward_guard(policy: dict) -> Iterator[None]:
             _check_profiled_ops(profiler, allowed | (mode.library_ops if mode is not None else set()))
         _forward_calls += 1
         _after_forward(policy, native_before)
+
+
+def last_call_recorded() -> bool:
+    """Whether the op record ran on the latest forward_guard call (its host time is not a plain call's)."""
+    return _last_recorded
 
 
 def _itt_decoy_ok() -> bool:

@@ -538,7 +538,7 @@ def _child_phases(phases: Any) -> dict[str, float] | None:
     if not isinstance(phases, dict):
         return None
     return {k: round(float(v), 1) for k, v in phases.items()
-            if k in ("inputs", "poison", "call", "fingerprint", "forward_host") and type(v) in (int, float)
+            if k in ("inputs", "poison", "call", "fingerprint", "forward_host", "head_start") and type(v) in (int, float)
             and math.isfinite(v)}
 
 
