@@ -57,10 +57,12 @@ def cuda_flush_bytes(l2_bytes: int) -> int:
 # process pays more host time in forward than a plain one (the guard's hooks on every op, a child woken for each
 # request, the op record's after-effects), and what exceeded the flush fell inside the window. So, after the
 # flush, the GPU also waits (a spin kernel) about as long as this process's recent calls spent launching
-# forward: the start event runs once forward's work is queued, on every side alike (eager, compile, solution
-# and the clock audit's null call). Host work in forward beyond the head start still counts. Capped: host work
-# hidden this way is bounded by HEAD_START_MAX_US (plus the flush), and the back-to-back rule
-# (work_outside_timer) sees the host time on the parent's clock.
+# forward: the start event runs once forward's work is queued, on every side alike (eager, compile, solution).
+# Host work in forward beyond the head start still counts. The clock audit's null call spins as long as the
+# solution's call it is compared with said it did (the child's word, capped here): the GPU's idle time is then
+# the harness's on both sides. Capped: host work hidden this way, and what a child could misstate to the audit,
+# is bounded by HEAD_START_MAX_US per call (plus the flush); the back-to-back rule (work_outside_timer) sees the
+# host time on the parent's clock.
 HEAD_START_MAX_US = 300.0
 HEAD_START_SAMPLES = 32  # the recent unrecorded calls whose host time sets it
 
@@ -107,6 +109,7 @@ class Harness:
         # Host time in forward of recent unrecorded calls: the model's, and the null call's (op_null_call).
         self.host_recent: dict[bool, collections.deque] = {
             own: collections.deque(maxlen=HEAD_START_SAMPLES) for own in (True, False)}
+        self.head_starts: list[float] = []  # the head start of each timed call of the current request
         self.guards: Any = None
         self.null_guards: Any = None
         self.phases_us: dict[str, float] = {}
@@ -443,7 +446,8 @@ class Harness:
         p90 = recent[min(len(recent) - 1, int(0.9 * len(recent)))]
         return min(HEAD_START_MAX_US, 1.2 * p90 + 10.0)
 
-    def _timed_call(self, inputs: list, model=None, guards=None) -> tuple[object, float, float | None]:
+    def _timed_call(self, inputs: list, model=None, guards=None,
+                    head_us: float | None = None) -> tuple[object, float, float | None]:
         """One call, timed: (output, the window in us, on CUDA the tail in us).
 
         The window is what KernelBench and Triton's do_bench time: the cache flush is queued, then events are
@@ -457,7 +461,7 @@ class Harness:
         that plus the unfinished work for a call that left kernels running on another stream. The parent adds
         to the window whatever tail exceeds what empty calls measured in the same process (timing.py,
         op_tail_calibrate): every side pays the same, and escaped work is counted.
-        (model and guards: the trusted roles' null call, op_null_call.)"""
+        (model, guards and head_us: the trusted roles' null call, op_null_call.)"""
         own = model is None
         model = self.model if model is None else model
         guards = self.guards if guards is None else guards
@@ -468,7 +472,8 @@ class Harness:
             try:
                 if self.device == "cuda":
                     start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
-                    head_us = self._head_start_us(own)
+                    if head_us is None:
+                        head_us = self._head_start_us(own)
                     self.flush_buf.zero_()
                     if head_us > 0.0:
                         self.cuda_spin(int(head_us * self.spin_cycles_per_us))
@@ -484,6 +489,7 @@ class Harness:
                     phases = self.phases_us
                     phases["forward_host"] = phases.get("forward_host", 0.0) + host_us
                     phases["head_start"] = phases.get("head_start", 0.0) + head_us
+                    self.head_starts.append(head_us)
                     if guards is None or not guards.last_call_recorded():
                         self.host_recent[own].append(host_us)
                     t0 = self.perf()
@@ -878,6 +884,7 @@ class Harness:
         if not msg.get("append"):
             self.batch_outputs = []
         times, tails = [], []
+        self.head_starts = []
         changes = msg.get("perturb") or [None] * len(msg["order"])
         policy = self.policy
         if msg.get("record") is not None:
@@ -890,9 +897,11 @@ class Harness:
                 tails.append(tail)
         finally:
             self.policy = policy
-        return {"times_us": times, "tails_us": tails if self.device == "cuda" else None, "phases_us": self.phases_us}
+        return {"times_us": times, "tails_us": tails if self.device == "cuda" else None, "phases_us": self.phases_us,
+                "head_start_us": self.head_starts if self.device == "cuda" else None}
 
-    def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None) -> tuple[float, float | None]:
+    def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None,
+                        head_us: float | None = None) -> tuple[float, float | None]:
         # phases_us: where the harness's time goes around the timed call (a diagnostic the parent reports as the
         # child's word; the parent's own clock is what it checks).
         perf, phases = self.perf, self.phases_us
@@ -904,7 +913,7 @@ class Harness:
         self._sync()
         t2 = perf()
         # The flush is part of _timed_call: queued right before the start event, as in a plain event timing.
-        out, us, tail = self._timed_call(inputs, model, guards)
+        out, us, tail = self._timed_call(inputs, model, guards, head_us)
         t3 = perf()
         if keep:
             # Fingerprinted as soon as the timer stops: an output still being written by a thread left running,
@@ -926,6 +935,8 @@ class Harness:
         # A run of calls (timing.RUN_CALLS), as the solution's request made them; or one ("set", "change").
         sets = msg["sets"] if "sets" in msg else [msg["set"]]
         changes = msg["changes"] if "changes" in msg else [msg.get("change")]
+        # On a GPU, each call's head start: the solution's call's (the parent passes what that child reported).
+        heads = msg.get("head_start_us") or [None] * len(sets)
         if any(change and change[0] == "fresh" for change in changes):
             # A regenerated set would leave this process's set k other than the one the checks' replays expect
             # (the parent audits no run of regenerated sets: timing._runs keeps them apart).
@@ -944,12 +955,14 @@ class Harness:
         times = []
         try:
             self.batch_outputs = []
-            for k, change in zip(sets, changes, strict=True):
+            for k, change, head in zip(sets, changes, heads, strict=True):
                 if change and change[0] != "fresh":
                     # The same one-element copy, onto itself: the cost of the change, and this set stays as the
                     # solution's replays expect it.
                     change = [change[0], change[1], change[1]]
-                us, _ = self._one_timed_call(int(k), change, keep, lambda *a: template, self.null_guards or None)
+                head_us = None if head is None else min(HEAD_START_MAX_US, max(0.0, float(head)))
+                us, _ = self._one_timed_call(int(k), change, keep, lambda *a: template, self.null_guards or None,
+                                             head_us)
                 times.append(us)
         finally:
             self.poison_bytes, self.batch_outputs, self.policy = poison, [], policy

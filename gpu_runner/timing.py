@@ -19,6 +19,7 @@ import statistics
 import time
 from typing import Any, NamedTuple
 
+from gpu_runner.child import HEAD_START_MAX_US
 from gpu_runner.sandbox import busiest_thread_us, faults_between
 
 TARGET_RSE = 0.01
@@ -278,8 +279,9 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     by pointer, shape or content is stale, and the checked calls catch it. One call in FRESH_ONE_IN instead
     regenerates its set from a fresh seed (a change ["fresh", seed]), which defeats recomputing only what
     changed; for the solution, calls on reused sets much faster than fresh ones are rejected (`memoization`).
-    With null_call(sets, changes, keep) -> (seconds, busiest thread's CPU us, page faults, the trusted child's phases;
-    None where unknown) (the trusted process's null call,
+    With null_call(sets, changes, keep, head starts) -> (seconds, busiest thread's CPU us, page faults, the trusted
+    child's phases; None where unknown) (the trusted process's null call, each call with the head start the
+    solution's call reported (_head_starts),
     timed by the parent with the solution stopped) and cpu_clock() -> sandbox.thread_cpu_ns of the solution,
     the reported times are audited against the parent's clock (clock_audit; TimingRejected "timing_forged").
     On CUDA each call's time is its event window plus its tail beyond tail_allowance_us (with_tail). Calls the
@@ -295,7 +297,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     # The first null call of the trusted process pays its one-time costs (the guard's first entry imports
     # torch._dynamo: seconds). Made, reported and dropped here: on the H200 it had been one of an audit's few
     # samples, a null call 4.6-5.8 s long, and the audit's lower bound fell to minus seconds.
-    first_null_s = null_call([0], [None], False)[0] if null_call is not None else None
+    first_null_s = null_call([0], [None], False, None)[0] if null_call is not None else None
     budget_end = time.monotonic() + BUDGET_S[device]
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
     batch = min(10, longest)
@@ -412,6 +414,7 @@ class _Loop:
         faults = faults_between(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else None
         self.phases = reply.get("phases_us")
         windows = validate_times(reply.get("times_us"), len(positions))
+        heads = _head_starts(reply.get("head_start_us"), len(positions))
         run_tails: list[float | None] = [None] * len(positions)
         if self.device == "cuda" and self.tail_allowance_us is not None:
             run_tails = list(validate_times(reply.get("tails_us"), len(positions)))
@@ -427,7 +430,7 @@ class _Loop:
         # call that regenerated the trusted reference's copy would move it ahead of the changes the checks
         # replay on it (_runs keeps them out of the other calls' runs).
         if self.null_call is not None and not record and not fresh and self.rng.randrange(AUDIT_ONE_IN) == 0:
-            self._audit_run(positions, order, perturb, run_times, wall_us, cpu_us, faults)
+            self._audit_run(positions, order, perturb, run_times, wall_us, cpu_us, faults, heads)
         if len(run_times) > 1:
             # Of a run the parent's clock sees only the total: the child could move time between its calls (a paced
             # clock: four calls at half, one at three times) and keep the total, halving the median, which the audit
@@ -437,10 +440,10 @@ class _Loop:
         return run_times, record
 
     def _audit_run(self, positions: list[int], order: list[int], perturb: list[Any], run_times: list[float],
-                   wall_us: float, cpu_us: float | None, faults: int | None) -> None:
+                   wall_us: float, cpu_us: float | None, faults: int | None, heads: list[float] | None) -> None:
         n = len(positions)
         null_s, null_cpu_us, null_faults, null_phases = self.null_call(
-            [order[p] for p in positions], [perturb[p] for p in positions], self.checked_side)
+            [order[p] for p in positions], [perturb[p] for p in positions], self.checked_side, heads)
         # Per call: the run's figures over its calls.
         self.audits.append(AuditEntry(sum(run_times) / n, wall_us / n, null_s * 1e6 / n,
                                       None if cpu_us is None else cpu_us / n,
@@ -531,6 +534,17 @@ def _fresh_check(fresh_times: list[float], reused_times: list[float], *, judged:
             "Compute every output from its inputs on every call",
         )
     return fresh
+
+
+def _head_starts(value: Any, n: int) -> list[float] | None:
+    """The head start of each call of a run on a GPU (child.HEAD_START_MAX_US), as the child reported it: the
+    audit's null call spins as long, so that the GPU's idle time is the harness's on both sides. Its word, so
+    capped; None where it reported none that is usable (the null call then sets its own)."""
+    if not isinstance(value, list) or len(value) != n:
+        return None
+    if not all(type(v) in (int, float) and math.isfinite(v) for v in value):
+        return None
+    return [min(HEAD_START_MAX_US, max(0.0, float(v))) for v in value]
 
 
 def _child_phases(phases: Any) -> dict[str, float] | None:

@@ -1,0 +1,55 @@
+"""The host's head start on a GPU (child.HEAD_START_MAX_US): how long the GPU spins after the flush, from the host's
+recent time in forward, and what the parent passes on to the clock audit's null call. The spin itself runs only on
+CUDA (tests marked cuda, benchmarks/timing_fidelity.py); these are its rules."""
+
+from __future__ import annotations
+
+import collections
+import math
+
+from gpu_runner.child import HEAD_START_MAX_US, HEAD_START_SAMPLES, Harness
+from gpu_runner.timing import _head_starts
+
+
+def _harness(rate: float) -> Harness:
+    harness = Harness.__new__(Harness)  # only the head start's own state
+    harness.spin_cycles_per_us = rate
+    harness.host_recent = {own: collections.deque(maxlen=HEAD_START_SAMPLES) for own in (True, False)}
+    return harness
+
+
+def test_the_head_start_covers_the_hosts_recent_time_in_forward():
+    harness = _harness(1980.0)
+    assert harness._head_start_us(True) == 0.0  # nothing measured yet: as a plain timing
+    harness.host_recent[True].extend([40.0] * 27 + [60.0] * 5)
+    # A fifth more than the 90th percentile (60 us), plus 10 us for the start event.
+    assert math.isclose(harness._head_start_us(True), 1.2 * 60.0 + 10.0)
+    # The null call's forward keeps its own account: the model's host time does not set it.
+    assert harness._head_start_us(False) == 0.0
+    harness.host_recent[False].append(3.0)
+    assert math.isclose(harness._head_start_us(False), 1.2 * 3.0 + 10.0)
+
+
+def test_the_head_start_is_capped_and_forgets_old_calls():
+    harness = _harness(1980.0)
+    harness.host_recent[True].extend([5000.0] * HEAD_START_SAMPLES)  # a forward that spends 5 ms on the host
+    assert harness._head_start_us(True) == HEAD_START_MAX_US
+    harness.host_recent[True].extend([20.0] * HEAD_START_SAMPLES)
+    assert math.isclose(harness._head_start_us(True), 1.2 * 20.0 + 10.0)
+
+
+def test_no_spin_kernel_means_no_head_start():
+    harness = _harness(0.0)  # a torch without torch.cuda._sleep, or a CPU
+    harness.host_recent[True].extend([100.0] * 10)
+    assert harness._head_start_us(True) == 0.0
+
+
+def test_the_parent_caps_the_head_starts_a_child_reports():
+    # The null call spins as long as the solution's child said it did: its word, so bounded, and ignored where
+    # it is not a list of finite numbers, one per call of the run.
+    assert _head_starts([12.0, 1e9, -5.0], 3) == [12.0, HEAD_START_MAX_US, 0.0]
+    assert _head_starts([12.0, 14.0], 3) is None
+    assert _head_starts([12.0, float("nan"), 1.0], 3) is None
+    assert _head_starts([12.0, "7", 1.0], 3) is None
+    assert _head_starts(None, 1) is None
+    assert _head_starts([True], 1) is None
