@@ -54,12 +54,11 @@ def cuda_flush_bytes(l2_bytes: int) -> int:
 
 # The host's head start on a GPU (Harness._head_start_us). A plain event timing gives the host the flush's
 # duration (tens of microseconds on an H200) to launch forward before the start event runs; the evaluator's
-# process pays more host time in forward than a plain one, unevenly (a child woken for each request, the op
-# record's after-effects, the guard's hooks), and what exceeded the flush fell inside the window. So, after the
-# flush, the GPU also waits (a spin kernel) for how much longer this process's slower recent calls spent in
-# forward than its fastest: the host's own steady cost of launching forward stays as a plain timing sees it (a
-# host-bound forward, torch.compile's on a tiny problem, keeps its host time), the harness's uneven extra does
-# not. The same rule on every side (eager, compile, solution). Host work in forward beyond it still counts. The clock audit's null call spins as long as the
+# process pays more host time in forward than a plain one (the guard's hooks on every op, a child woken for each
+# request, the op record's after-effects), and what exceeded the flush fell inside the window. So, after the
+# flush, the GPU also waits (a spin kernel) about as long as this process's recent calls spent launching
+# forward: the start event runs once forward's work is queued, on every side alike (eager, compile, solution).
+# Host work in forward beyond the head start still counts. The clock audit's null call spins as long as the
 # solution's call it is compared with said it did (the child's word, capped here): the GPU's idle time is then
 # the harness's on both sides. Capped: host work hidden this way, and what a child could misstate to the audit,
 # is bounded by HEAD_START_MAX_US per call (plus the flush); the back-to-back rule (work_outside_timer) sees the
@@ -439,14 +438,13 @@ class Harness:
 
     def _head_start_us(self, own: bool) -> float:
         """How long the GPU waits after the flush before the start event (HEAD_START_MAX_US): a fifth more than
-        the spread between the 90th percentile and the fastest of the host's times in forward over this
-        process's recent unrecorded calls of the same forward (own: the model's; else the null call's), plus
-        the start event's own launch."""
+        the 90th percentile of the host's time in forward over this process's recent unrecorded calls of the
+        same forward (own: the model's; else the null call's), plus the start event's own launch."""
         if not self.spin_cycles_per_us or not self.host_recent[own]:
             return 0.0
         recent = sorted(self.host_recent[own])
         p90 = recent[min(len(recent) - 1, int(0.9 * len(recent)))]
-        return min(HEAD_START_MAX_US, 1.2 * (p90 - recent[0]) + 10.0)
+        return min(HEAD_START_MAX_US, 1.2 * p90 + 10.0)
 
     def _timed_call(self, inputs: list, model=None, guards=None,
                     head_us: float | None = None) -> tuple[object, float, float | None]:
