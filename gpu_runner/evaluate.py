@@ -573,6 +573,11 @@ class _Run:
     def _reference_outputs(self) -> None:
         with self._device_lock("reference trials", shared=True):
             self._reference_outputs_held()
+        # While the solution's child still loads: the clock audit's one-time costs in this trusted process
+        # (child.op_warm_audit), which its first null call paid inside the timing stage.
+        assert self.reference is not None
+        with self.timed("reference_warm_audit"):
+            self._trusted(self.reference, "warm_audit", timeout=_load_timeout())
 
     def _plan_before_trials(self) -> None:
         """Load the reference, work out the problem's footprint (cached from an earlier evaluation on this device
