@@ -104,7 +104,7 @@ class Harness:
         self.format_exc = traceback.format_exc
         self.cuda_sync = torch.cuda.synchronize
         self.Event = torch.cuda.Event
-        self.cuda_spin = getattr(torch.cuda, "_sleep", None)  # a kernel that spins for a number of GPU cycles
+        self.cuda_spin: Any = getattr(torch.cuda, "_sleep", None)  # a kernel that spins for a number of GPU cycles
         self.spin_cycles_per_us = 0.0  # measured in op_load on CUDA; 0: no head start
         # Host time in forward of recent unrecorded calls: the model's, and the null call's (op_null_call).
         self.host_recent: dict[bool, collections.deque] = {
