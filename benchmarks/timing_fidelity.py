@@ -245,11 +245,19 @@ def plain(problem_path: Path, solution_path: Path, device: str) -> dict:
 
 
 # ----- the driver -----
+def _past_deadline(e: subprocess.TimeoutExpired) -> str:
+    """What a process cut at the deadline had said on stderr (the evaluator logs its stages there): where it was."""
+    tail = e.stderr or b""
+    if isinstance(tail, bytes):
+        tail = tail.decode(errors="replace")
+    return f"past the deadline after {e.timeout:.0f} s; its stderr ended:\n{tail[-1500:]}"
+
+
 def _run_plain(problem: Path, solution: Path, device: str, env: dict, deadline: float) -> dict:
     try:
         return _run_plain_process(problem, solution, device, env, deadline)
-    except subprocess.TimeoutExpired:
-        return {"error": "past the deadline"}
+    except subprocess.TimeoutExpired as e:
+        return {"error": _past_deadline(e)}
 
 
 def _run_plain_process(problem: Path, solution: Path, device: str, env: dict, deadline: float) -> dict:
@@ -266,8 +274,8 @@ def _run_evaluator(problem: Path, solution: Path, device: str, env: dict, deadli
         proc = subprocess.run([sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problem),
                                "--solution", str(solution), "--device", device, "--json"], capture_output=True,
                               text=True, env=env, cwd=REPO, timeout=max(10.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        return {"verdict": None, "error": "past the deadline"}
+    except subprocess.TimeoutExpired as e:
+        return {"verdict": None, "error": _past_deadline(e)}
     if proc.returncode != 0:  # no verdict (the evaluator's own failure, or a usage error): say why, from stderr
         return {"verdict": None, "error": f"exit {proc.returncode}: {proc.stderr[-1500:]}"}
     try:
@@ -371,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.prepare > 0:
         with concurrent.futures.ThreadPoolExecutor(max_workers=a.prepare) as pool:
             for name, _, result in pool.map(one, cases):
-                print(f"[{time.strftime('%H:%M:%S')}] prepared {name}: {result.get('verdict')}", file=sys.stderr,
+                why = "" if result.get("verdict") else f" ({(result.get('error') or '')[-300:]})"
+                print(f"[{time.strftime('%H:%M:%S')}] prepared {name}: {result.get('verdict')}{why}", file=sys.stderr,
                       flush=True)
         while a.wait_for is not None and not a.wait_for.exists() and time.monotonic() < deadline - 120:
             time.sleep(2)
