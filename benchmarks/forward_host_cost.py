@@ -247,6 +247,26 @@ def _guarded(out: dict, key: str, work: Any) -> None:
         out[key] = {"error": f"{type(e).__name__}: {e}"[:600]}
 
 
+def _setup(problem_path: Path, solution_path: Path, device: str, prefix: str) -> tuple[Any, Any, list, Any]:
+    """(Model, ModelNew, inputs on the device, the evaluator's flush buffer: do_bench's 256 MiB or twice the L2 on
+    a GPU, 16 MiB on a CPU)."""
+    import torch
+
+    problem, model, model_new = load_models(problem_path, solution_path, device, prefix)
+    torch.manual_seed(1)
+    with torch.device(device):
+        inputs = list(problem.get_inputs())
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    if device == "cuda":
+        from gpu_runner.child import cuda_flush_bytes
+
+        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
+        flush = torch.empty(cuda_flush_bytes(l2), dtype=torch.uint8, device="cuda")
+    else:
+        flush = torch.empty(16 << 20, dtype=torch.uint8)
+    return model, model_new, inputs, flush
+
+
 def run(problem_path: Path, solution_path: Path, device: str, deadline: float, out: dict,
         save: Any) -> None:
     # The evaluator's real children first: separate processes, untouched by what this one installs later.
@@ -264,20 +284,7 @@ def in_process(problem_path: Path, solution_path: Path, device: str, deadline: f
 
     from gpu_runner import guards
 
-    problem, model, model_new = load_models(problem_path, solution_path, device, "cost")
-    torch.manual_seed(1)
-    if device == "cuda":
-        with torch.device("cuda"):
-            inputs = list(problem.get_inputs())
-        # The evaluator's flush: do_bench's 256 MiB, or twice the L2.
-        from gpu_runner.child import cuda_flush_bytes
-
-        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
-        flush = torch.empty(cuda_flush_bytes(l2), dtype=torch.uint8, device="cuda")
-    else:
-        inputs = list(problem.get_inputs())
-        flush = torch.empty(16 << 20, dtype=torch.uint8)
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    model, model_new, inputs, flush = _setup(problem_path, solution_path, device, "cost")
     echo = _Echo()
     variants: dict[str, dict] = out.setdefault("variants", {})
     calls: dict[str, dict] = out.setdefault("python_in_forward", {})
@@ -359,18 +366,7 @@ def record_aftereffect(problem_path: Path, solution_path: Path, device: str, dea
 
     from gpu_runner import guards
 
-    problem, model, model_new = load_models(problem_path, solution_path, device, "after")
-    torch.manual_seed(1)
-    with torch.device(device):
-        inputs = list(problem.get_inputs())
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
-    if device == "cuda":
-        from gpu_runner.child import cuda_flush_bytes
-
-        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
-        flush = torch.empty(cuda_flush_bytes(l2), dtype=torch.uint8, device="cuda")
-    else:
-        flush = torch.empty(16 << 20, dtype=torch.uint8)
+    _, model_new, inputs, flush = _setup(problem_path, solution_path, device, "after")
     variants: dict[str, dict] = out.setdefault("variants", {})
     guards.install_process_guards()  # as in the solution's child: allowed ops fall through the mode
 

@@ -124,12 +124,11 @@ def batch_limits(device: str, output_bytes: int) -> tuple[int, int]:
 # either, so the audit takes a lower 95% confidence bound of the median of those differences (order statistics):
 # on a quiet host it is close to the real time; on a loaded one it falls and the audit says less. The reported
 # median must be at least CLOCK_RATIO x that bound, less CLOCK_SLACK_US and HARNESS_SHARE of the null call, or
-# the times are rejected as forged:
-# a forgery gains at most 1 / CLOCK_RATIO. The solution can only add time to its own requests, which raises
-# the differences; it cannot lower the bound. The slack (per request: a run of n calls gives each call 1/n of it)
-# covers what the null call lacks: the solution's
-# process-wide guards (an audit hook) make its requests some 25 us costlier. On a CPU the clock is the busiest
-# thread's CPU time (clock_audit), and the ratio is looser: CPU time is noisier under cache contention.
+# the times are rejected as forged: a forgery gains at most 1 / CLOCK_RATIO. The solution can only add time to
+# its own requests, which raises the differences; it cannot lower the bound. The slack (per request: a run of n
+# calls gives each call 1/n of it) covers what the null call lacks: the solution's process-wide guards (an audit
+# hook) make its requests some 25 us costlier. On a CPU the clock is the busiest thread's CPU time
+# (clock_audit), and the ratio is looser: CPU time is noisier under cache contention.
 CLOCK_RATIO = {"cuda": 0.8, "cpu": 0.7}
 CLOCK_SLACK_US = {"cuda": 60.0, "cpu": 300.0}
 # And a tenth of the harness's own work per call (the null call's median): the solution's side of it is not
