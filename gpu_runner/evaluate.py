@@ -985,8 +985,11 @@ class _Run:
                           f"{t['memo']['repeat_median_us']:.1f} us against {t['memo']['first_call_median_us']:.1f} us "
                           "for the first call on each set; do not cache results across calls", "memoization")
         # On a GPU, work left running on another stream or thread shows up in the parent's clock. (On a CPU
-        # nothing is asynchronous, and a busy host makes this comparison noisy: the guards watch threads.)
-        if self.device == "cuda" and t["wall_per_call_us"] > 4 * median + 200:
+        # nothing is asynchronous, and a busy host makes this comparison noisy: the guards watch threads.) The
+        # host's time in forward up to the flush plus the head start is outside the window by design
+        # (child.HEAD_START_MAX_US), so an honest host-bound forward's back-to-back calls exceed its window by up to
+        # that: allowed on top.
+        if self.device == "cuda" and t["wall_per_call_us"] > 4 * median + 200 + timing.HEAD_START_MAX_US:
             self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule work_outside_timer broken: back-to-back calls took "
                           f"{t['wall_per_call_us']:.0f} us each by the evaluator's clock, the timed calls "
