@@ -985,11 +985,8 @@ class _Run:
                           f"{t['memo']['repeat_median_us']:.1f} us against {t['memo']['first_call_median_us']:.1f} us "
                           "for the first call on each set; do not cache results across calls", "memoization")
         # On a GPU, work left running on another stream or thread shows up in the parent's clock. (On a CPU
-        # nothing is asynchronous, and a busy host makes this comparison noisy: the guards watch threads.) The
-        # host's time in forward up to the flush plus the head start is outside the window by design
-        # (child.HEAD_START_MAX_US), so an honest host-bound forward's back-to-back calls exceed its window by up to
-        # that: allowed on top.
-        if self.device == "cuda" and t["wall_per_call_us"] > 4 * median + 200 + timing.HEAD_START_MAX_US:
+        # nothing is asynchronous, and a busy host makes this comparison noisy: the guards watch threads.)
+        if self.device == "cuda" and work_outside_timer(t["wall_per_call_us"], median):
             self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule work_outside_timer broken: back-to-back calls took "
                           f"{t['wall_per_call_us']:.0f} us each by the evaluator's clock, the timed calls "
@@ -1151,6 +1148,14 @@ class _Run:
         except (EvaluatorError, timing.TimingRejected) as e:
             _log(f"baseline {mode} failed: {e}")
             return {"error": str(e)[:2000]}
+
+
+def work_outside_timer(wall_per_call_us: float, median_us: float) -> bool:
+    """On a GPU: do back-to-back calls by the parent's clock take more than the timed calls can explain? Four times
+    the median plus 200 us, and the head start's cap on top: the host's time in forward up to the flush plus the
+    head start is outside the window by design (child.HEAD_START_MAX_US), so an honest host-bound forward's
+    back-to-back calls exceed its window by up to that."""
+    return wall_per_call_us > 4 * median_us + 200 + timing.HEAD_START_MAX_US
 
 
 class _Background:

@@ -53,3 +53,15 @@ def test_the_parent_caps_the_head_starts_a_child_reports():
     assert _head_starts([12.0, "7", 1.0], 3) is None
     assert _head_starts(None, 1) is None
     assert _head_starts([True], 1) is None
+
+
+def test_work_outside_the_timer_allows_the_hosts_head_start():
+    from gpu_runner.evaluate import work_outside_timer
+
+    # An honest forward that spends 370 us launching on the host and 40 us on the GPU: with the head start its
+    # window reads 40 us, and its back-to-back calls take the host's 370 us. Not work outside the timer.
+    assert not work_outside_timer(370.0, 40.0)
+    # Work left running after forward returned: back-to-back calls take far longer than the window explains.
+    assert work_outside_timer(1200.0, 40.0)
+    assert work_outside_timer(4 * 1000.0 + 200 + HEAD_START_MAX_US + 1, 1000.0)
+    assert not work_outside_timer(4 * 1000.0 + 200 + HEAD_START_MAX_US - 1, 1000.0)
