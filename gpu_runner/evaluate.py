@@ -966,30 +966,30 @@ class _Run:
                 self.result["checks"]["clock_audit"] = e.audit  # the figures behind a timing_forged verdict
             self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule {e.rule} broken: {e.message}", e.rule) from None
-        stats = t["stats"]
+        stats = t.stats
         self.result["stats"] = stats
         self.result["runtime_us"] = stats["median_us"]
-        self.result["checks"].update({"timed_calls": t["calls"], "timed_window_tail": t["tail"],
-                                      "timed_calls_checked": t["checked_calls"], "memoization": t["memo"],
-                                      "fresh_inputs": t["fresh"], "wall_per_call_us": t["wall_per_call_us"],
-                                      "back_to_back_forward_host_us_reported": t["back_to_back_forward_host_us"],
-                                      "clock_audit": t["clock_audit"],
+        self.result["checks"].update({"timed_calls": t.calls, "timed_window_tail": t.tail,
+                                      "timed_calls_checked": t.checked_calls, "memoization": t.memo,
+                                      "fresh_inputs": t.fresh, "wall_per_call_us": t.wall_per_call_us,
+                                      "back_to_back_forward_host_us_reported": t.back_to_back_forward_host_us_reported,
+                                      "clock_audit": t.clock_audit,
                                       # The child's own word, for where the time goes; not used for any decision.
-                                      "timing_phases_us_reported": t["child_phases_us"]})
+                                      "timing_phases_us_reported": t.child_phases_us_reported})
         median = stats["median_us"]
         # The perturbed inputs already make memoised results fail the checks; this timing heuristic (noisy on
         # a busy host) decides only where a problem turned the perturbation off.
-        if t["memo"] and t["memo"]["suspicious"] and not self.perturbable:
+        if t.memo and t.memo["suspicious"] and not self.perturbable:
             self._guard_findings_first(sol)
             raise Verdict("rejected", "rule memoization broken: repeat calls on an input set took "
-                          f"{t['memo']['repeat_median_us']:.1f} us against {t['memo']['first_call_median_us']:.1f} us "
+                          f"{t.memo['repeat_median_us']:.1f} us against {t.memo['first_call_median_us']:.1f} us "
                           "for the first call on each set; do not cache results across calls", "memoization")
         # On a GPU, work left running on another stream or thread shows up in the parent's clock. (On a CPU
         # nothing is asynchronous, and a busy host makes this comparison noisy: the guards watch threads.)
-        if self.device == "cuda" and work_outside_timer(t["wall_per_call_us"], median):
+        if self.device == "cuda" and work_outside_timer(t.wall_per_call_us, median):
             self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule work_outside_timer broken: back-to-back calls took "
-                          f"{t['wall_per_call_us']:.0f} us each by the evaluator's clock, the timed calls "
+                          f"{t.wall_per_call_us:.0f} us each by the evaluator's clock, the timed calls "
                           f"{median:.0f} us; all work must finish inside forward", "work_outside_timer")
 
     def _kernel_time(self, sol: Session) -> None:
@@ -1134,9 +1134,9 @@ class _Run:
                 allowance = self._tail_allowance(session)
                 t = timing.run_timing(_TrustedTiming(self, session), device=self.device, n_sets=self.n_sets,
                                       tail_allowance_us=allowance)
-            stats = {**t["stats"], "device": self.device_model}
-            if t["tail"] is not None:
-                stats["tail_added_median_us"] = t["tail"]["added_median_us"]
+            stats = {**t.stats, "device": self.device_model}
+            if t.tail is not None:
+                stats["tail_added_median_us"] = t.tail["added_median_us"]
             if self.device == "cuda":
                 with self._device_lock(f"baseline {mode} kernel time"):
                     prof = self._trusted(session, "profile", seed=random.SystemRandom().randrange(1 << 31),

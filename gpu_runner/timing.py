@@ -17,6 +17,7 @@ import os
 import random
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from gpu_runner.child import HEAD_START_MAX_US
@@ -266,10 +267,28 @@ def clock_audit(reported_median_us: float, audits: list[AuditEntry] | list[tuple
             "ok": reported_median_us >= floor}
 
 
+@dataclass(frozen=True)
+class TimingResult:
+    """What run_timing measured in one child. Every figure the evaluator decides on is from the parent's clock or
+    checked against it; the fields named *_reported are the child's own word, kept for diagnosis."""
+
+    times_us: list[float]  # the calls the statistics are over (op-recorded ones left out; a run's calls at its mean)
+    stats: dict[str, Any]  # summarize(times_us)
+    calls: int  # every timed call, the op-recorded ones included
+    checked_calls: int  # timed calls whose outputs were checked against the reference
+    memo: dict[str, Any] | None  # first calls on a set against repeats (_memo)
+    fresh: dict[str, Any] | None  # calls on regenerated sets against reused ones (_fresh_check)
+    wall_per_call_us: float  # back-to-back calls by the parent's clock, the empty loop's taken off
+    clock_audit: dict[str, Any] | None  # the audit's record (_audit), None where there was no null call
+    tail: dict[str, Any] | None  # the device-wide synchronise after each call (_tail_summary), CUDA only
+    child_phases_us_reported: dict[str, float] | None  # where the child says its harness time went
+    back_to_back_forward_host_us_reported: float | None  # its host time in forward on the back-to-back calls
+
+
 def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None,
                perturbable: list[list[int]] | None = None, output_bytes: int = 0,
                null_call: Any = None, cpu_clock: Any = None,
-               tail_allowance_us: float | None = None) -> dict[str, Any]:
+               tail_allowance_us: float | None = None) -> TimingResult:
     """Adaptive timing in `session` (a child already loaded and with n_sets input sets prepared).
 
     For the solution, check_batch(positions, order, perturb) checks a sample of each batch (it raises to stop
@@ -280,22 +299,20 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     changed; for the solution, calls on reused sets much faster than fresh ones are rejected (`memoization`).
     With null_call(sets, changes, keep, head starts) -> (seconds, busiest thread's CPU us, page faults, the trusted
     child's phases; None where unknown) (the trusted process's null call, each call with the head start the
-    solution's call reported (_head_starts),
-    timed by the parent with the solution stopped) and cpu_clock() -> sandbox.thread_cpu_ns of the solution,
-    the reported times are audited against the parent's clock (clock_audit; TimingRejected "timing_forged").
-    On CUDA each call's time is its event window plus its tail beyond tail_allowance_us (with_tail). Calls the
-    guard's op record ran on (the solution's) are checked like all others but left out of the statistics: the
-    record costs time inside the call that no baseline pays.
-    Returns {"times_us", "stats", "checked_calls", "memo", "fresh", "wall_per_call_us", "clock_audit",
-    "child_phases_us", "back_to_back_forward_host_us", "tail"}.
+    solution's call reported (_head_starts), timed by the parent with the solution stopped) and cpu_clock() ->
+    sandbox.thread_cpu_ns of the solution, the reported times are audited against the parent's clock
+    (clock_audit; TimingRejected "timing_forged"). On CUDA each call's time is its event window plus its tail
+    beyond tail_allowance_us (with_tail). Calls the guard's op record ran on (the solution's) are checked like
+    all others but left out of the statistics: the record costs time inside the call that no baseline pays.
     """
     loop = _Loop(session, device=device, check_batch=check_batch, null_call=null_call, cpu_clock=cpu_clock,
                  tail_allowance_us=tail_allowance_us)
     rng = loop.rng
     session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
-    # The first null call of the trusted process pays its one-time costs (the guard's first entry imports
-    # torch._dynamo: seconds). Made, reported and dropped here: on the H200 it had been one of an audit's few
-    # samples, a null call 4.6-5.8 s long, and the audit's lower bound fell to minus seconds.
+    # The first null call of the trusted process pays what one-time costs are left (the largest, importing
+    # torch._dynamo, is paid earlier: child.op_warm_audit). Made, reported and dropped here: on the H200 it had
+    # been one of an audit's few samples, a null call 4.6-5.8 s long, and the audit's lower bound fell to minus
+    # seconds.
     first_null_s = null_call([0], [None], False, None)[0] if null_call is not None else None
     budget_end = time.monotonic() + BUDGET_S[device]
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
@@ -344,11 +361,11 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         audit["first_null_call_dropped_us"] = round(first_null_s * 1e6, 1)
     wall_per_call_us, b2b_host_us = _wall_per_call_us(session, rng, n_sets, len(times))
     fresh = _fresh_check(loop.fresh_times, loop.reused_times, judged=check_batch is not None)
-    return {"times_us": times, "stats": summarize(times), "checked_calls": loop.checked,
-            "memo": _memo(loop.first_seen, loop.repeats), "fresh": fresh, "wall_per_call_us": wall_per_call_us,
-            "clock_audit": audit, "child_phases_us": _child_phases(loop.phases),
-            "back_to_back_forward_host_us": b2b_host_us,
-            "tail": _tail_summary(loop.tails, loop.escaped, tail_allowance_us), "calls": loop.calls}
+    return TimingResult(times_us=times, stats=summarize(times), calls=loop.calls, checked_calls=loop.checked,
+                        memo=_memo(loop.first_seen, loop.repeats), fresh=fresh, wall_per_call_us=wall_per_call_us,
+                        clock_audit=audit, tail=_tail_summary(loop.tails, loop.escaped, tail_allowance_us),
+                        child_phases_us_reported=_child_phases(loop.phases),
+                        back_to_back_forward_host_us_reported=b2b_host_us)
 
 
 def _changes(rng: random.Random, batch: int, fresh_positions: set[int],
