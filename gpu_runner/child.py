@@ -63,7 +63,14 @@ def cuda_flush_bytes(l2_bytes: int) -> int:
 # the harness's on both sides. Capped: host work hidden this way, and what a child could misstate to the audit,
 # is bounded by HEAD_START_MAX_US per call (plus the flush); the back-to-back rule (work_outside_timer) sees the
 # host time on the parent's clock.
-HEAD_START_MAX_US = 300.0
+# OFF (0) for now, and why: while the GPU idles in the head start, work that forward launched on another stream
+# (a torch.cuda.Stream or a CuPy stream of its own, which the pre-screen allows) runs before the start event and
+# after the flush, seen by neither the window nor the tail: up to the whole head start of GPU work hidden per
+# call (the flush alone leaves a shorter span, and a busy one). Measured with a 300 us cap on the H200
+# (2026-12-02, docs/BENCHMARKS.md): solutions within 4% of plain events. It comes back on once forward's work
+# cannot leave the current stream, or the head start occupies the whole GPU (docs/EVALUATOR.md).
+HEAD_START_MAX_US = 0.0
+HEAD_START_MEASURED_CAP_US = 300.0  # the cap of the H200 runs, for when it is turned back on
 HEAD_START_SAMPLES = 32  # the recent unrecorded calls whose host time sets it
 
 
@@ -210,7 +217,7 @@ class Harness:
             # Written before each timed call: evicts the previous call's data from the L2 (cuda_flush_bytes).
             self.flush_buf = torch.empty(cuda_flush_bytes(getattr(props, "L2_cache_size", 50 << 20)),
                                          dtype=torch.uint8, device="cuda")
-            self.spin_cycles_per_us = self._spin_rate()
+            self.spin_cycles_per_us = self._spin_rate() if HEAD_START_MAX_US > 0 else 0.0
         else:
             # A CPU's last-level cache is often too large to flush per call; this evicts the private L1/L2.
             self.flush_buf = torch.empty(16 << 20, dtype=torch.uint8)

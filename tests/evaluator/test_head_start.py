@@ -7,8 +7,29 @@ from __future__ import annotations
 import collections
 import math
 
-from gpu_runner.child import HEAD_START_MAX_US, HEAD_START_SAMPLES, Harness
+import pytest
+
+from gpu_runner import child, timing
+from gpu_runner.child import HEAD_START_MEASURED_CAP_US, HEAD_START_SAMPLES, Harness
 from gpu_runner.timing import _head_starts
+
+CAP = HEAD_START_MEASURED_CAP_US
+
+
+@pytest.fixture
+def head_start_on(monkeypatch):
+    # Off in the evaluator as it ships (child.HEAD_START_MAX_US is 0: work on another stream could run while the
+    # GPU waits); these are its rules with the cap the H200 runs had.
+    monkeypatch.setattr(child, "HEAD_START_MAX_US", CAP)
+    monkeypatch.setattr(timing, "HEAD_START_MAX_US", CAP)
+
+
+def test_it_is_off_as_the_evaluator_ships():
+    harness = _harness(1980.0)
+    harness.host_recent[True].extend([40.0] * 27 + [160.0] * 5)
+    assert child.HEAD_START_MAX_US == 0.0 and timing.HEAD_START_MAX_US == 0.0
+    assert harness._head_start_us(True) == 0.0
+    assert _head_starts([12.0, 80.0], 2) == [0.0, 0.0]  # the null call spins no more than the cap either
 
 
 def _harness(rate: float) -> Harness:
@@ -18,7 +39,7 @@ def _harness(rate: float) -> Harness:
     return harness
 
 
-def test_the_head_start_covers_the_hosts_recent_time_in_forward():
+def test_the_head_start_covers_the_hosts_recent_time_in_forward(head_start_on):
     harness = _harness(1980.0)
     assert harness._head_start_us(True) == 0.0  # nothing measured yet: as a plain timing
     harness.host_recent[True].extend([40.0] * 27 + [60.0] * 5)
@@ -30,24 +51,24 @@ def test_the_head_start_covers_the_hosts_recent_time_in_forward():
     assert math.isclose(harness._head_start_us(False), 1.2 * 3.0 + 10.0)
 
 
-def test_the_head_start_is_capped_and_forgets_old_calls():
+def test_the_head_start_is_capped_and_forgets_old_calls(head_start_on):
     harness = _harness(1980.0)
     harness.host_recent[True].extend([5000.0] * HEAD_START_SAMPLES)  # a forward that spends 5 ms on the host
-    assert harness._head_start_us(True) == HEAD_START_MAX_US
+    assert harness._head_start_us(True) == CAP
     harness.host_recent[True].extend([20.0] * HEAD_START_SAMPLES)
     assert math.isclose(harness._head_start_us(True), 1.2 * 20.0 + 10.0)
 
 
-def test_no_spin_kernel_means_no_head_start():
+def test_no_spin_kernel_means_no_head_start(head_start_on):
     harness = _harness(0.0)  # a torch without torch.cuda._sleep, or a CPU
     harness.host_recent[True].extend([100.0] * 10)
     assert harness._head_start_us(True) == 0.0
 
 
-def test_the_parent_caps_the_head_starts_a_child_reports():
+def test_the_parent_caps_the_head_starts_a_child_reports(head_start_on):
     # The null call spins as long as the solution's child said it did: its word, so bounded, and ignored where
     # it is not a list of finite numbers, one per call of the run.
-    assert _head_starts([12.0, 1e9, -5.0], 3) == [12.0, HEAD_START_MAX_US, 0.0]
+    assert _head_starts([12.0, 1e9, -5.0], 3) == [12.0, CAP, 0.0]
     assert _head_starts([12.0, 14.0], 3) is None
     assert _head_starts([12.0, float("nan"), 1.0], 3) is None
     assert _head_starts([12.0, "7", 1.0], 3) is None
@@ -55,7 +76,7 @@ def test_the_parent_caps_the_head_starts_a_child_reports():
     assert _head_starts([True], 1) is None
 
 
-def test_work_outside_the_timer_allows_the_hosts_head_start():
+def test_work_outside_the_timer_allows_the_hosts_head_start(head_start_on):
     from gpu_runner.evaluate import work_outside_timer
 
     # An honest forward that spends 370 us launching on the host and 40 us on the GPU: with the head start its
@@ -63,5 +84,5 @@ def test_work_outside_the_timer_allows_the_hosts_head_start():
     assert not work_outside_timer(370.0, 40.0)
     # Work left running after forward returned: back-to-back calls take far longer than the window explains.
     assert work_outside_timer(1200.0, 40.0)
-    assert work_outside_timer(4 * 1000.0 + 200 + HEAD_START_MAX_US + 1, 1000.0)
-    assert not work_outside_timer(4 * 1000.0 + 200 + HEAD_START_MAX_US - 1, 1000.0)
+    assert work_outside_timer(4 * 1000.0 + 200 + CAP + 1, 1000.0)
+    assert not work_outside_timer(4 * 1000.0 + 200 + CAP - 1, 1000.0)
