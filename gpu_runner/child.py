@@ -482,7 +482,7 @@ class Harness:
                     if head_us is None:
                         head_us = self._head_start_us(own)
                     self.flush_buf.zero_()
-                    if head_us > 0.0:
+                    if head_us > 0.0 and self.cuda_spin is not None and self.spin_cycles_per_us > 0.0:
                         self.cuda_spin(int(head_us * self.spin_cycles_per_us))
                     start.record()
                     h0 = self.perf()
@@ -944,6 +944,7 @@ class Harness:
         changes = msg["changes"] if "changes" in msg else [msg.get("change")]
         # On a GPU, each call's head start: the solution's call's (the parent passes what that child reported).
         heads = msg.get("head_start_us") or [None] * len(sets)
+        self.head_starts = []  # (reported by time_batch only: kept from growing in a long-lived trusted process)
         if any(change and change[0] == "fresh" for change in changes):
             # A regenerated set would leave this process's set k other than the one the checks' replays expect
             # (the parent audits no run of regenerated sets: timing._runs keeps them apart).
@@ -999,6 +1000,7 @@ class Harness:
         tails = []
         policy = self.policy
         self.policy = {**policy, "record_ops": False}
+        self.head_starts = []
         try:
             for _ in range(max(1, min(1000, int(msg.get("calls", 100))))):
                 self._sync()
