@@ -422,7 +422,7 @@ class Harness:
         t0 = self.perf()
         out = self.model(*inputs)
         self.forward_host_s = self.perf() - t0
-        if self.guards is None or not self.guards.last_call_recorded():
+        if HEAD_START_MAX_US > 0 and (self.guards is None or not self.guards.last_call_recorded()):
             self.host_recent[True].append(self.forward_host_s * 1e6)
         return out
 
@@ -497,7 +497,7 @@ class Harness:
                     phases["forward_host"] = phases.get("forward_host", 0.0) + host_us
                     phases["head_start"] = phases.get("head_start", 0.0) + head_us
                     self.head_starts.append(head_us)
-                    if guards is None or not guards.last_call_recorded():
+                    if HEAD_START_MAX_US > 0 and (guards is None or not guards.last_call_recorded()):
                         self.host_recent[own].append(host_us)
                     t0 = self.perf()
                     self.cuda_sync()
@@ -968,9 +968,9 @@ class Harness:
                     # The same one-element copy, onto itself: the cost of the change, and this set stays as the
                     # solution's replays expect it.
                     change = [change[0], change[1], change[1]]
-                head_us = None if head is None else min(HEAD_START_MAX_US, max(0.0, float(head)))
+                # (Capped by the parent already: timing._head_starts.)
                 us, _ = self._one_timed_call(int(k), change, keep, lambda *a: template, self.null_guards or None,
-                                             head_us)
+                                             None if head is None else float(head))
                 times.append(us)
         finally:
             self.poison_bytes, self.batch_outputs, self.policy = poison, [], policy
