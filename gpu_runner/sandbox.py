@@ -44,7 +44,7 @@ from gpu_runner.protocol import Channel
 ENV_ALLOWLIST = (
     "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CC", "CXX",
     "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES",
-    "NVIDIA_DRIVER_CAPABILITIES",
+    "NVIDIA_DRIVER_CAPABILITIES", "CUDA_DEVICE_MAX_CONNECTIONS", "KERNELHUB_HEAD_START_MAX_US",
 )
 LOG_TAIL_BYTES = 4000
 # Children run as BASE + a random 16-bit number: a uid no account has (above systemd's container range), so
@@ -620,14 +620,15 @@ def _harness_pid(child: Child) -> int:
         return child.proc.pid
 
 
-def thread_cpu_ns(child: Child) -> dict[int, int]:
+def thread_cpu_ns(child: Child) -> dict[int, Any]:
     """CPU time of each thread of the child's Python process, in ns, from the kernel's scheduler statistics
-    (/proc/PID/task/TID/schedstat): what the child ran, not what it says, and no waiting for a CPU in it.
-    Empty where the kernel does not keep these statistics."""
+    (/proc/PID/task/TID/schedstat): what the child ran, not what it says. Under RUN_DELAYS, each thread's time
+    spent runnable but waiting for a CPU (the same file's second field): on a loaded host a thread's work takes
+    its CPU time plus that wait. Empty where the kernel does not keep these statistics."""
     pid = getattr(child, "harness_pid", None)
     if pid is None:
         pid = child.harness_pid = _harness_pid(child)  # type: ignore[attr-defined]
-    out: dict[int, int] = {}
+    out: dict[int, Any] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
         # The whole process's CPU time in clock ticks (utime + stime), threads that have exited included, and
@@ -638,35 +639,45 @@ def thread_cpu_ns(child: Child) -> dict[int, int]:
         out[PROCESS_FAULTS] = int(fields[7]) + int(fields[9])
     except (OSError, ValueError, IndexError):
         return {}
+    delays: dict[int, int] = {}
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                out[int(tid)] = int(f.read().split()[0])
+                ran, waited = f.read().split()[:2]
+            out[int(tid)], delays[int(tid)] = int(ran), int(waited)
         except (OSError, ValueError, IndexError):
             continue
+    out[RUN_DELAYS] = delays
     return out
 
 
 PROCESS_TICKS = -1  # thread_cpu_ns's key for the whole process's CPU time, in clock ticks
 PROCESS_FAULTS = -2  # and for its page faults
+RUN_DELAYS = -3  # and for each thread's time waiting on a run queue, in ns ({tid: ns})
 _TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 
 
-def busiest_thread_us(before: dict[int, int], after: dict[int, int]) -> float | None:
-    """The most CPU time one thread ran between two thread_cpu_ns readings, in us: a lower bound of the wall time
-    between them (a thread cannot run longer than the time that passed). None when the readings cannot say:
-    the threads changed between them, or the process ran more CPU time (threads that came and went inside)
-    than its threads still there account for, beyond two clock ticks."""
+def busiest_thread_us(before: dict[int, Any], after: dict[int, Any]) -> float | None:
+    """The longest one thread ran or waited to run between two thread_cpu_ns readings, in us (its CPU time plus
+    its time runnable on a run queue): a lower bound of the wall time between them (a thread cannot run and wait
+    longer than the time that passed), and unlike CPU time alone it is that work's wall time when a loaded host
+    keeps the thread waiting for a CPU. Readings without run delays count CPU time alone. None when the readings
+    cannot say: the threads changed between them, or the process ran more CPU time (threads that came and went
+    inside) than its threads still there account for, beyond two clock ticks."""
     if not before or not after or set(before) != set(after):
         return None
-    deltas = [after[t] - before[t] for t in after if t >= 0]
+    tids = [t for t in after if t >= 0]
+    deltas = [after[t] - before[t] for t in tids]
     process_ns = (after.get(PROCESS_TICKS, 0) - before.get(PROCESS_TICKS, 0)) * _TICK_NS
     if process_ns > sum(deltas) + 2 * _TICK_NS:
         return None
-    return max(deltas, default=0) / 1000.0
+    waits0, waits1 = before.get(RUN_DELAYS, {}), after.get(RUN_DELAYS, {})
+    spans = [d + max(0, waits1.get(t, 0) - waits0.get(t, 0)) if t in waits0 and t in waits1 else d
+             for t, d in zip(tids, deltas, strict=True)]
+    return max(spans, default=0) / 1000.0
 
 
-def faults_between(before: dict[int, int], after: dict[int, int]) -> int | None:
+def faults_between(before: dict[int, Any], after: dict[int, Any]) -> int | None:
     """The process's page faults between two thread_cpu_ns readings (None where either lacks them)."""
     if PROCESS_FAULTS not in before or PROCESS_FAULTS not in after:
         return None

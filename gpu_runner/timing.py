@@ -128,8 +128,8 @@ def batch_limits(device: str, output_bytes: int) -> tuple[int, int]:
 # the times are rejected as forged: a forgery gains at most 1 / CLOCK_RATIO. The solution can only add time to
 # its own requests, which raises the differences; it cannot lower the bound. The slack (per request: a run of n
 # calls gives each call 1/n of it) covers what the null call lacks: the solution's process-wide guards (an audit
-# hook) make its requests some 25 us costlier. On a CPU the clock is the busiest thread's CPU time
-# (clock_audit), and the ratio is looser: CPU time is noisier under cache contention.
+# hook) make its requests some 25 us costlier. On a CPU the clock is the busiest thread's CPU time plus its wait for
+# a CPU (clock_audit), and the ratio is looser: CPU time is noisier under cache contention.
 CLOCK_RATIO = {"cuda": 0.8, "cpu": 0.7}
 CLOCK_SLACK_US = {"cuda": 60.0, "cpu": 300.0}
 # And a tenth of the harness's own work per call (the null call's median): the solution's side of it is not
@@ -234,10 +234,14 @@ def clock_audit(reported_median_us: float, audits: list[AuditEntry] | list[tuple
                 device: str) -> dict[str, Any]:
     """audits: AuditEntry per audited call (or plain tuples of its fields); see CLOCK_RATIO. The page faults are
     reported, not judged: the harness's work should fault the same in both processes (heap.py), and where it does
-    not, the figures show why the audit's bound is off. On a CPU the solution's own time is measured in CPU time
-    (the busiest thread's, from the kernel's scheduler statistics): a thread cannot run longer than the wall time
-    that passed, and unlike the wall clock it does not grow while a loaded host keeps the process waiting. Where
-    the kernel keeps no such statistics (every reading 0), the wall clock is used."""
+    not, the figures show why the audit's bound is off. On a CPU the solution's own time is measured by the
+    kernel's scheduler statistics: the longest one thread ran or waited on a run queue (sandbox.busiest_thread_us).
+    That cannot exceed the wall time that passed, and unlike the wall clock it does not grow while the process
+    sleeps between requests or is stopped. The wait matters on a loaded host: with CPU time alone a clock forged
+    to run at half speed was credited whenever the solution's thread waited for a CPU a third of its call or
+    more (its wall time then 1.4x its CPU time: a CI run of 2026-12-01 on 2 cores, 0.66x the real time reported
+    against a floor of 0.64x). Where the kernel keeps no such statistics (every reading 0), the wall clock is
+    used."""
     entries = [AuditEntry(*a) for a in audits]
     by_cpu = device == "cpu" and any(e.cpu_us for e in entries)
     # A CPU entry whose thread readings could not say (None: threads came or went) falls back to the wall clock.
@@ -258,7 +262,7 @@ def clock_audit(reported_median_us: float, audits: list[AuditEntry] | list[tuple
         return statistics.median(seen) if seen else None
 
     return {"calls": len(own), "calls_per_request": per_request,
-            "clock": "thread CPU time" if by_cpu else "wall", "reported_median_us":
+            "clock": "thread CPU and run-queue time" if by_cpu else "wall", "reported_median_us":
             reported_median_us, "parent_clock_median_us": statistics.median(own),
             "parent_clock_lower_bound_us": bound,
             "null_call_median_us": null_median, "floor_us": floor,

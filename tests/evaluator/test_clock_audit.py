@@ -77,7 +77,7 @@ def test_on_a_cpu_the_busiest_threads_cpu_time_is_the_clock():
     # Wall times swamped by waiting for a CPU; the CPU times still show 2 ms of own work against 0.5 reported.
     audits = [(500.0, 90000.0, 95000.0, 2300.0, 300.0) for _ in range(20)]
     audit = timing.clock_audit(500.0, audits, "cpu")
-    assert audit["clock"] == "thread CPU time"
+    assert audit["clock"] == "thread CPU and run-queue time"
     assert audit["ok"] is False
     # Without scheduler statistics (all zero) the wall clock is used.
     assert timing.clock_audit(500.0, [(500.0, 900.0, 300.0, 0.0, 0.0)] * 20, "cpu")["clock"] == "wall"
@@ -135,6 +135,46 @@ def test_cpu_time_in_threads_that_came_and_went_makes_the_reading_say_nothing(tm
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_thread_kept_waiting_for_a_cpu_counts_its_wait(tmp_path):
+    # The child and a second spinner share one CPU: each runs about half the time and waits on the run queue the
+    # other half. Its work took the whole wall time; its CPU time alone says half (a clock forged to half speed
+    # would pass a CPU-time audit there).
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    procs = [subprocess.Popen([sys.executable, "-c", SPIN], start_new_session=True) for _ in range(2)]
+    try:
+        for p in procs:
+            os.sched_setaffinity(p.pid, {cpu})
+        child = sandbox.Child(proc=procs[0], channel=None, workdir=tmp_path, marker="test")  # type: ignore[arg-type]
+        time.sleep(0.2)
+        before = sandbox.thread_cpu_ns(child)
+        if not before:
+            pytest.skip("this kernel keeps no scheduler statistics")
+        t0 = time.perf_counter()
+        time.sleep(0.5)
+        after = sandbox.thread_cpu_ns(child)
+        wall_us = (time.perf_counter() - t0) * 1e6
+        spent = sandbox.busiest_thread_us(before, after)
+        cpu_only = max(after[t] - before[t] for t in after if t >= 0) / 1000.0
+        assert cpu_only < 0.75 * wall_us, (cpu_only, wall_us)  # it did share the CPU
+        assert 0.85 * wall_us < spent <= wall_us * 1.05 + 20000, (spent, cpu_only, wall_us)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_run_queue_waits_add_to_the_thread_that_waited():
+    waits = sandbox.RUN_DELAYS
+    before = {1: 0, 2: 0, sandbox.PROCESS_TICKS: 0, waits: {1: 0, 2: 0}}
+    after = {1: 10**6, 2: 4 * 10**5, sandbox.PROCESS_TICKS: 0, waits: {1: 10**5, 2: 10**6}}
+    # Thread 1: 1 ms ran + 0.1 ms waited; thread 2: 0.4 + 1 ms. The longest span is thread 2's.
+    assert sandbox.busiest_thread_us(before, after) == 1400.0
+    # A thread without a wait reading counts its CPU time alone.
+    assert sandbox.busiest_thread_us({**before, waits: {}}, {**after, waits: {}}) == 1000.0
 
 
 def test_a_busiest_thread_reading_with_other_threads_at_its_ends_says_nothing():
