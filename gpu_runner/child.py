@@ -69,7 +69,9 @@ def cuda_flush_bytes(l2_bytes: int) -> int:
 # call (the flush alone leaves a shorter span, and a busy one). Measured with a 300 us cap on the H200
 # (2026-12-02, docs/BENCHMARKS.md): solutions within 4% of plain events. It comes back on once forward's work
 # cannot leave the current stream, or the head start occupies the whole GPU (docs/EVALUATOR.md).
-HEAD_START_MAX_US = 0.0
+# KERNELHUB_HEAD_START_MAX_US turns it on for a trial (the parent and every child read it alike).
+HEAD_START_VAR = "KERNELHUB_HEAD_START_MAX_US"
+HEAD_START_MAX_US = max(0.0, float(os.environ.get(HEAD_START_VAR) or 0.0))
 HEAD_START_MEASURED_CAP_US = 300.0  # the cap of the H200 runs, for when it is turned back on
 HEAD_START_SAMPLES = 32  # the recent unrecorded calls whose host time sets it
 

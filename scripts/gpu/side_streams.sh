@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Does work on a stream of the solution's own escape the window while the GPU flushes and spins for the host's
+# head start, and does one hardware queue per context (CUDA_DEVICE_MAX_CONNECTIONS=1) close that? On a GPU host,
+# each step under its own timeout, never past BUDGET_S (default 540):
+#   1. benchmarks/side_stream_hiding.py with the driver's default connections, then with one: where a kernel
+#      launched on a side stream (torch, torch at high priority, CuPy) begins and ends relative to the start event
+#   2. the evaluator with the head start on (KERNELHUB_HEAD_START_MAX_US=300) and one connection: the honest
+#      CUDA ReLU and the side-stream exploit on relu_small_cuda (a kernel of a few microseconds), then the exploit
+#      with the default connections (the gap, as the exploit corpus would see it)
+#   3. if time is left: timing_fidelity.py on add_small with the head start on and one connection
+# Carry: .whl and .carry (scripts/gpu/carry.sh). Writes under $OUT: side_streams.log (each step's rc and what it
+# said), one JSON per step, steps.log (each step's stderr tail).
+set -u
+cd "$(dirname "$0")/../.."
+. scripts/gpu/host_env.sh
+BUDGET_S=${BUDGET_S:-540}
+HEAD_START_US=${HEAD_START_US:-300}
+PROBLEM=tests/exploits/problems/relu_small_cuda.py
+
+log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$OUT/side_streams.log"; }
+
+# step NAME SECONDS OUTFILE COMMAND...: COMMAND's stdout to $OUT/OUTFILE, under a timeout of SECONDS (never past
+# the budget); its stderr's tail to steps.log.
+step() {
+  local name=$1 seconds=$2 outfile=$3; shift 3
+  local left=$((BUDGET_S - SECONDS - 5))
+  [ "$seconds" -gt "$left" ] && seconds=$left
+  if [ "$seconds" -lt 20 ]; then log "$name: skipped, ${left} s left of the budget"; return; fi
+  log "$name: start (${seconds} s)"
+  timeout -k 10 -s TERM "$seconds" "$@" > "$OUT/$outfile" 2> "$OUT/$name.stderr"
+  local rc=$?
+  log "$name: rc $rc"
+  { echo "===== $name (rc $rc)"; grep -v '^kernelhub: stage' "$OUT/$name.stderr" | tail -n 40 | cut -c1-600; } \
+    >> "$OUT/steps.log"
+}
+
+EVALUATE=(-m gpu_runner evaluate --problem "$PROBLEM" --device cuda --seed 1 --json --solution)
+SOLUTIONS=tests/exploits/solutions
+
+verdict() {  # what a verdict file says, in one line
+  $PY - "$OUT/$1" <<'EOF' | tee -a "$OUT/side_streams.log"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"{sys.argv[1]}: no verdict ({e})"); sys.exit()
+t = r.get("checks", {}).get("timing", {})
+print(f"{sys.argv[1].rsplit('/', 1)[-1]}: {r.get('verdict')} / {r.get('rule')}: runtime {r.get('runtime_us')} us, "
+      f"eager {r.get('eager_us')}, compile {r.get('compile_us')}, kernel {r.get('kernel_time_us')}, "
+      f"message {str(r.get('message') or r.get('error'))[:300]!r}")
+EOF
+}
+
+step probe_default 60 side_streams_default.txt \
+  $PY benchmarks/side_stream_hiding.py --spin-us "$HEAD_START_US" --out "$OUT/side_streams_default.json"
+step probe_one_connection 60 side_streams_one_connection.txt \
+  env CUDA_DEVICE_MAX_CONNECTIONS=1 \
+  $PY benchmarks/side_stream_hiding.py --spin-us "$HEAD_START_US" --out "$OUT/side_streams_one_connection.json"
+
+export KERNELHUB_HEAD_START_MAX_US=$HEAD_START_US
+step honest_one_connection 220 honest_one_connection.json \
+  env CUDA_DEVICE_MAX_CONNECTIONS=1 $PY "${EVALUATE[@]}" $SOLUTIONS/honest_relu_cuda.py
+verdict honest_one_connection.json
+step side_stream_one_connection 120 side_stream_one_connection.json \
+  env CUDA_DEVICE_MAX_CONNECTIONS=1 $PY "${EVALUATE[@]}" $SOLUTIONS/side_stream_cuda.py
+verdict side_stream_one_connection.json
+step side_stream_default 120 side_stream_default.json $PY "${EVALUATE[@]}" $SOLUTIONS/side_stream_cuda.py
+verdict side_stream_default.json
+
+step fidelity_add_one_connection 200 fidelity_add_one_connection.txt \
+  env CUDA_DEVICE_MAX_CONNECTIONS=1 $PY benchmarks/timing_fidelity.py --device cuda --only add_small --deadline-s 170 \
+  --out "$OUT/fidelity_add_one_connection.json"
+log "done"
