@@ -74,6 +74,9 @@ HEAD_START_VAR = "KERNELHUB_HEAD_START_MAX_US"
 HEAD_START_MAX_US = max(0.0, float(os.environ.get(HEAD_START_VAR) or 0.0))
 HEAD_START_MEASURED_CAP_US = 300.0  # the cap of the H200 runs, for when it is turned back on
 HEAD_START_SAMPLES = 32  # the recent unrecorded calls whose host time sets it
+# The null call spins as many GPU cycles as the solution's call did (its child's word), at most the cap's worth at
+# this process's own rate and a quarter more: both measure the rate at their highest clock (_spin_rate).
+HEAD_START_CYCLES_SLACK = 1.25
 
 
 class HarnessError(Exception):
@@ -118,7 +121,7 @@ class Harness:
         # Host time in forward of recent unrecorded calls: the model's, and the null call's (op_null_call).
         self.host_recent: dict[bool, collections.deque] = {
             own: collections.deque(maxlen=HEAD_START_SAMPLES) for own in (True, False)}
-        self.head_starts: list[float] = []  # the head start of each timed call of the current request
+        self.head_starts: list[int] = []  # the head start of each timed call of the current request, in GPU cycles
         self.guards: Any = None
         self.null_guards: Any = None
         self.phases_us: dict[str, float] = {}
@@ -429,21 +432,30 @@ class Harness:
         return out
 
     def _spin_rate(self) -> float:
-        """GPU cycles per microsecond of the head start's spin kernel, measured with events (0.0: no spin)."""
+        """GPU cycles per microsecond of the head start's spin kernel, measured with events (0.0: no spin): the
+        highest of five readings after 20 million cycles of spinning, so that the clock has left its idle
+        frequency. Measured on an idle GPU alone it read low (a trusted process's rate of 2026-12-02 left its
+        null call's spins some 170 us short of the solution's and an honest kernel was rejected as forged); the
+        null call now spins the solution's cycles (op_null_call), and this rate only turns microseconds into
+        cycles and bounds them."""
         if self.cuda_spin is None:
             return 0.0
         try:
             cycles = 2_000_000
-            self.cuda_spin(1000)  # loaded once before it is timed
-            start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
-            start.record()
-            self.cuda_spin(cycles)
-            end.record()
-            end.synchronize()
-            us = start.elapsed_time(end) * 1000.0
+            self.cuda_spin(20_000_000)  # loaded, and the clock raised, before it is timed
+            rates = []
+            for _ in range(5):
+                start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
+                start.record()
+                self.cuda_spin(cycles)
+                end.record()
+                end.synchronize()
+                us = start.elapsed_time(end) * 1000.0
+                if us > 0:
+                    rates.append(cycles / us)
         except Exception:  # noqa: BLE001 - a torch without the kernel: no head start, as a plain timing
             return 0.0
-        return cycles / us if us > 0 else 0.0
+        return max(rates, default=0.0)
 
     def _head_start_us(self, own: bool) -> float:
         """How long the GPU waits after the flush before the start event (HEAD_START_MAX_US): a fifth more than
@@ -456,7 +468,7 @@ class Harness:
         return min(HEAD_START_MAX_US, 1.2 * p90 + 10.0)
 
     def _timed_call(self, inputs: list, model=None, guards=None,
-                    head_us: float | None = None) -> tuple[object, float, float | None]:
+                    head_cycles: int | None = None) -> tuple[object, float, float | None]:
         """One call, timed: (output, the window in us, on CUDA the tail in us).
 
         The window is what KernelBench and Triton's do_bench time: the cache flush is queued, then events are
@@ -470,7 +482,7 @@ class Harness:
         that plus the unfinished work for a call that left kernels running on another stream. The parent adds
         to the window whatever tail exceeds what empty calls measured in the same process (timing.py,
         op_tail_calibrate): every side pays the same, and escaped work is counted.
-        (model, guards and head_us: the trusted roles' null call, op_null_call.)"""
+        (model, guards and head_cycles, the spin in GPU cycles: the trusted roles' null call, op_null_call.)"""
         own = model is None
         model = self.model if model is None else model
         guards = self.guards if guards is None else guards
@@ -481,11 +493,13 @@ class Harness:
             try:
                 if self.device == "cuda":
                     start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
-                    if head_us is None:
-                        head_us = self._head_start_us(own)
+                    rate = self.spin_cycles_per_us
+                    if head_cycles is None:
+                        head_cycles = int(self._head_start_us(own) * rate)
+                    head_us = head_cycles / rate if rate > 0.0 else 0.0
                     self.flush_buf.zero_()
-                    if head_us > 0.0 and self.cuda_spin is not None and self.spin_cycles_per_us > 0.0:
-                        self.cuda_spin(int(head_us * self.spin_cycles_per_us))
+                    if head_cycles > 0 and self.cuda_spin is not None and rate > 0.0:
+                        self.cuda_spin(head_cycles)
                     start.record()
                     h0 = self.perf()
                     out = model(*inputs)
@@ -498,7 +512,7 @@ class Harness:
                     phases = self.phases_us
                     phases["forward_host"] = phases.get("forward_host", 0.0) + host_us
                     phases["head_start"] = phases.get("head_start", 0.0) + head_us
-                    self.head_starts.append(head_us)
+                    self.head_starts.append(head_cycles)
                     if HEAD_START_MAX_US > 0 and (guards is None or not guards.last_call_recorded()):
                         self.host_recent[own].append(host_us)
                     t0 = self.perf()
@@ -907,10 +921,10 @@ class Harness:
         finally:
             self.policy = policy
         return {"times_us": times, "tails_us": tails if self.device == "cuda" else None, "phases_us": self.phases_us,
-                "head_start_us": self.head_starts if self.device == "cuda" else None}
+                "head_start_cycles": self.head_starts if self.device == "cuda" else None}
 
     def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None,
-                        head_us: float | None = None) -> tuple[float, float | None]:
+                        head_cycles: int | None = None) -> tuple[float, float | None]:
         # phases_us: where the harness's time goes around the timed call (a diagnostic the parent reports as the
         # child's word; the parent's own clock is what it checks).
         perf, phases = self.perf, self.phases_us
@@ -922,7 +936,7 @@ class Harness:
         self._sync()
         t2 = perf()
         # The flush is part of _timed_call: queued right before the start event, as in a plain event timing.
-        out, us, tail = self._timed_call(inputs, model, guards, head_us)
+        out, us, tail = self._timed_call(inputs, model, guards, head_cycles)
         t3 = perf()
         if keep:
             # Fingerprinted as soon as the timer stops: an output still being written by a thread left running,
@@ -944,8 +958,10 @@ class Harness:
         # A run of calls (timing.RUN_CALLS), as the solution's request made them; or one ("set", "change").
         sets = msg["sets"] if "sets" in msg else [msg["set"]]
         changes = msg["changes"] if "changes" in msg else [msg.get("change")]
-        # On a GPU, each call's head start: the solution's call's (the parent passes what that child reported).
-        heads = msg.get("head_start_us") or [None] * len(sets)
+        # On a GPU, each call's head start: the solution's call's, in GPU cycles (the parent passes what that child
+        # reported), at most the cap's worth at this process's rate (HEAD_START_CYCLES_SLACK).
+        heads = msg.get("head_start_cycles") or [None] * len(sets)
+        most = int(HEAD_START_MAX_US * self.spin_cycles_per_us * HEAD_START_CYCLES_SLACK)
         self.head_starts = []  # (reported by time_batch only: kept from growing in a long-lived trusted process)
         if any(change and change[0] == "fresh" for change in changes):
             # A regenerated set would leave this process's set k other than the one the checks' replays expect
@@ -970,9 +986,8 @@ class Harness:
                     # The same one-element copy, onto itself: the cost of the change, and this set stays as the
                     # solution's replays expect it.
                     change = [change[0], change[1], change[1]]
-                # (Capped by the parent already: timing._head_starts.)
                 us, _ = self._one_timed_call(int(k), change, keep, lambda *a: template, self.null_guards or None,
-                                             None if head is None else float(head))
+                                             None if head is None else max(0, min(most, int(head))))
                 times.append(us)
         finally:
             self.poison_bytes, self.batch_outputs, self.policy = poison, [], policy

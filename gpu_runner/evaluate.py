@@ -934,7 +934,7 @@ class _Run:
         policy = self._load_fields("solution")["policy"]
 
         def null_call(sets: list[int], changes: list[Any], keep: bool,
-                      heads: list[float] | None) -> tuple[float, float | None, int | None, Any]:
+                      heads: list[int] | None) -> tuple[float, float | None, int | None, Any]:
             """The harness's work of one run of timed calls (timing.RUN_CALLS) in the trusted process, by the
             parent's clock (seconds), by the kernel's count of its busiest thread's CPU time (us), its page faults,
             and the trusted child's account of its phases (us)."""
@@ -947,7 +947,7 @@ class _Run:
                 t0 = time.perf_counter()
                 reply = self._trusted(ref, "null_call", sets=sets, changes=changes, keep=keep,
                                       output_bytes=self.output_bytes, poison_bytes=self._poison_bytes(),
-                                      policy=policy, head_start_us=heads)
+                                      policy=policy, head_start_cycles=heads)
                 wall = time.perf_counter() - t0
                 cpu1 = sandbox.thread_cpu_ns(ref.child)
                 return (wall, sandbox.busiest_thread_us(cpu0, cpu1), sandbox.faults_between(cpu0, cpu1),

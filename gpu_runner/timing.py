@@ -434,7 +434,7 @@ class _Loop:
         faults = faults_between(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else None
         self.phases = reply.get("phases_us")
         windows = validate_times(reply.get("times_us"), len(positions))
-        heads = _head_starts(reply.get("head_start_us"), len(positions))
+        heads = _head_starts(reply.get("head_start_cycles"), len(positions))
         run_tails: list[float | None] = [None] * len(positions)
         if self.device == "cuda" and self.tail_allowance_us is not None:
             run_tails = list(validate_times(reply.get("tails_us"), len(positions)))
@@ -460,7 +460,7 @@ class _Loop:
         return run_times, record
 
     def _audit_run(self, positions: list[int], order: list[int], perturb: list[Any], run_times: list[float],
-                   wall_us: float, cpu_us: float | None, faults: int | None, heads: list[float] | None) -> None:
+                   wall_us: float, cpu_us: float | None, faults: int | None, heads: list[int] | None) -> None:
         n = len(positions)
         null_s, null_cpu_us, null_faults, null_phases = self.null_call(
             [order[p] for p in positions], [perturb[p] for p in positions], self.checked_side, heads)
@@ -556,15 +556,23 @@ def _fresh_check(fresh_times: list[float], reused_times: list[float], *, judged:
     return fresh
 
 
-def _head_starts(value: Any, n: int) -> list[float] | None:
-    """The head start of each call of a run on a GPU (child.HEAD_START_MAX_US), as the child reported it: the
-    audit's null call spins as long, so that the GPU's idle time is the harness's on both sides. Its word, so
-    capped; None where it reported none that is usable (the null call then sets its own)."""
+# No GPU's clock reaches this many cycles a microsecond (3 GHz): the parent's own bound of a reported spin.
+MAX_SPIN_CYCLES_PER_US = 3000
+
+
+def _head_starts(value: Any, n: int) -> list[int] | None:
+    """The head start of each call of a run on a GPU (child.HEAD_START_MAX_US), in GPU cycles, as the child
+    reported it: the audit's null call spins as many, so that the GPU's idle time is the harness's on both sides
+    (cycles, not microseconds: two processes' readings of the spin's rate differed by the GPU's clock when each
+    was taken). Its word, so bounded here by the cap at the fastest clock any GPU has, and by the trusted
+    process at its own rate (child.op_null_call); None where it reported none that is usable (the null call then
+    sets its own)."""
     if not isinstance(value, list) or len(value) != n:
         return None
-    if not all(type(v) in (int, float) and math.isfinite(v) for v in value):
+    if not all(type(v) is int for v in value):
         return None
-    return [min(HEAD_START_MAX_US, max(0.0, float(v))) for v in value]
+    most = int(HEAD_START_MAX_US * MAX_SPIN_CYCLES_PER_US)
+    return [min(most, max(0, v)) for v in value]
 
 
 def _child_phases(phases: Any) -> dict[str, float] | None:

@@ -6,10 +6,12 @@
 #      launched on a side stream (torch, torch at high priority, CuPy) begins and ends relative to the start event
 #   2. the evaluator with the head start on (KERNELHUB_HEAD_START_MAX_US=300) and one connection: the honest
 #      CUDA ReLU and the side-stream exploit on relu_small_cuda (a kernel of a few microseconds), then the exploit
-#      with the default connections (the gap, as the exploit corpus would see it)
+#      and the honest kernel with the default connections (the gap, as the exploit corpus would see it); the
+#      clock audit's samples kept (KERNELHUB_AUDIT_SAMPLES=1)
 #   3. if time is left: timing_fidelity.py on add_small with the head start on and one connection
 # Carry: .whl and .carry (scripts/gpu/carry.sh). Writes under $OUT: side_streams.log (each step's rc and what it
-# said), one JSON per step, steps.log (each step's stderr tail).
+# said) and side_streams.tar.gz (one JSON per step, steps.log with each step's stderr tail): few files, as a
+# device call returns only a handful.
 set -u
 cd "$(dirname "$0")/../.."
 . scripts/gpu/host_env.sh
@@ -57,7 +59,7 @@ step probe_one_connection 60 side_streams_one_connection.txt \
   env CUDA_DEVICE_MAX_CONNECTIONS=1 \
   $PY benchmarks/side_stream_hiding.py --spin-us "$HEAD_START_US" --out "$OUT/side_streams_one_connection.json"
 
-export KERNELHUB_HEAD_START_MAX_US=$HEAD_START_US
+export KERNELHUB_HEAD_START_MAX_US=$HEAD_START_US KERNELHUB_AUDIT_SAMPLES=1
 step honest_one_connection 220 honest_one_connection.json \
   env CUDA_DEVICE_MAX_CONNECTIONS=1 $PY "${EVALUATE[@]}" $SOLUTIONS/honest_relu_cuda.py
 verdict honest_one_connection.json
@@ -66,8 +68,12 @@ step side_stream_one_connection 120 side_stream_one_connection.json \
 verdict side_stream_one_connection.json
 step side_stream_default 120 side_stream_default.json $PY "${EVALUATE[@]}" $SOLUTIONS/side_stream_cuda.py
 verdict side_stream_default.json
+step honest_default 120 honest_default.json $PY "${EVALUATE[@]}" $SOLUTIONS/honest_relu_cuda.py
+verdict honest_default.json
 
 step fidelity_add_one_connection 200 fidelity_add_one_connection.txt \
   env CUDA_DEVICE_MAX_CONNECTIONS=1 $PY benchmarks/timing_fidelity.py --device cuda --only add_small --deadline-s 170 \
   --out "$OUT/fidelity_add_one_connection.json"
 log "done"
+(cd "$OUT" && tar czf side_streams.tar.gz --exclude side_streams.log --exclude side_streams.tar.gz \
+  --exclude machine.txt --exclude install.log --remove-files ./*)

@@ -11,7 +11,7 @@ import pytest
 
 from gpu_runner import child, timing
 from gpu_runner.child import HEAD_START_MEASURED_CAP_US, HEAD_START_SAMPLES, Harness
-from gpu_runner.timing import _head_starts
+from gpu_runner.timing import MAX_SPIN_CYCLES_PER_US, _head_starts
 
 CAP = HEAD_START_MEASURED_CAP_US
 
@@ -29,7 +29,7 @@ def test_it_is_off_as_the_evaluator_ships():
     harness.host_recent[True].extend([40.0] * 27 + [160.0] * 5)
     assert child.HEAD_START_MAX_US == 0.0 and timing.HEAD_START_MAX_US == 0.0
     assert harness._head_start_us(True) == 0.0
-    assert _head_starts([12.0, 80.0], 2) == [0.0, 0.0]  # the null call spins no more than the cap either
+    assert _head_starts([12000, 80000], 2) == [0, 0]  # the null call spins no more than the cap either
 
 
 def _harness(rate: float) -> Harness:
@@ -65,13 +65,16 @@ def test_no_spin_kernel_means_no_head_start(head_start_on):
     assert harness._head_start_us(True) == 0.0
 
 
-def test_the_parent_caps_the_head_starts_a_child_reports(head_start_on):
-    # The null call spins as long as the solution's child said it did: its word, so bounded, and ignored where
-    # it is not a list of finite numbers, one per call of the run.
-    assert _head_starts([12.0, 1e9, -5.0], 3) == [12.0, CAP, 0.0]
-    assert _head_starts([12.0, 14.0], 3) is None
-    assert _head_starts([12.0, float("nan"), 1.0], 3) is None
-    assert _head_starts([12.0, "7", 1.0], 3) is None
+def test_the_parent_bounds_the_head_starts_a_child_reports(head_start_on):
+    # The null call spins as many GPU cycles as the solution's child said it did: its word, so bounded (by the
+    # cap at the fastest clock of any GPU; the trusted process bounds it again at its own rate), and ignored
+    # where it is not a list of whole numbers, one per call of the run.
+    most = int(CAP * MAX_SPIN_CYCLES_PER_US)
+    assert _head_starts([12000, 10**12, -5], 3) == [12000, most, 0]
+    assert _head_starts([12000, 14000], 3) is None
+    assert _head_starts([12000, float("nan"), 1], 3) is None
+    assert _head_starts([12000, 7.5, 1], 3) is None
+    assert _head_starts([12000, "7", 1], 3) is None
     assert _head_starts(None, 1) is None
     assert _head_starts([True], 1) is None
 
