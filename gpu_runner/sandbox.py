@@ -44,8 +44,17 @@ from gpu_runner.protocol import Channel
 ENV_ALLOWLIST = (
     "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CC", "CXX",
     "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES",
-    "NVIDIA_DRIVER_CAPABILITIES", "CUDA_DEVICE_MAX_CONNECTIONS", "KERNELHUB_HEAD_START_MAX_US",
+    "NVIDIA_DRIVER_CAPABILITIES", "KERNELHUB_HEAD_START_MAX_US",
 )
+# One hardware queue per CUDA context in every child (CUDA_DEVICE_MAX_CONNECTIONS; the driver's default is 8). With
+# several, a kernel that forward launches on a stream of its own (torch's, CuPy's, native code's) is dispatched at
+# once, beside the harness's flush still running on the current stream, and part or all of it runs before the
+# start event, where neither the window nor the tail sees it. With one, it is queued behind the start event. On
+# the H200 (2026-12-02, benchmarks/side_stream_hiding.py, docs/GPU_RUNS.md): with 8, a 70-130 us side kernel
+# began before the start event in 21-30 of 30 calls after the flush alone, and 6 of 30 at high priority ended
+# before it; with 1, every one began 1.2-1.3 us after it, and a plain event timing of the same kernel on the
+# current stream read 67.5 us against 67.4. KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS changes it (measurements only).
+CUDA_CONNECTIONS_VAR = "KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS"
 LOG_TAIL_BYTES = 4000
 # Children run as BASE + a random 16-bit number: a uid no account has (above systemd's container range), so
 # they own nothing on the host but their own directory, and RLIMIT_NPROC counts one evaluation's tasks.
@@ -95,6 +104,7 @@ def child_env(workdir: Path, marker: str, extra: dict[str, str] | None = None) -
             # time between calls (timing.clock_audit). Every child alike, baselines and solutions.
             "GOMP_SPINCOUNT": "10000",
             "KMP_BLOCKTIME": "0",  # the same for LLVM's and Intel's OpenMP
+            "CUDA_DEVICE_MAX_CONNECTIONS": os.environ.get(CUDA_CONNECTIONS_VAR) or "1",
             MARKER_VAR: marker,
         }
     )

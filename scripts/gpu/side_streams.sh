@@ -9,6 +9,9 @@
 #      and the honest kernel with the default connections (the gap, as the exploit corpus would see it); the
 #      clock audit's samples kept (KERNELHUB_AUDIT_SAMPLES=1)
 #   3. if time is left: timing_fidelity.py on add_small with the head start on and one connection
+# Knobs: BUDGET_S; HEAD_START_US (300; 0: the evaluator's steps with the head start off, as it ships); SKIP_PROBE=1
+# (step 1 left out). The evaluator's children get one connection unless KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS says
+# otherwise (gpu_runner/sandbox.py); the "default" steps set it to the driver's default, 8.
 # Carry: .whl and .carry (scripts/gpu/carry.sh). Writes under $OUT: side_streams.log (each step's rc and what it
 # said) and side_streams.tar.gz (one JSON per step, steps.log with each step's stderr tail): few files, as a
 # device call returns only a handful.
@@ -53,26 +56,30 @@ print(f"{sys.argv[1].rsplit('/', 1)[-1]}: {r.get('verdict')} / {r.get('rule')}: 
 EOF
 }
 
+if [ -z "${SKIP_PROBE:-}" ]; then
 step probe_default 60 side_streams_default.txt \
   $PY benchmarks/side_stream_hiding.py --spin-us "$HEAD_START_US" --out "$OUT/side_streams_default.json"
 step probe_one_connection 60 side_streams_one_connection.txt \
   env CUDA_DEVICE_MAX_CONNECTIONS=1 \
   $PY benchmarks/side_stream_hiding.py --spin-us "$HEAD_START_US" --out "$OUT/side_streams_one_connection.json"
+fi
 
 export KERNELHUB_HEAD_START_MAX_US=$HEAD_START_US KERNELHUB_AUDIT_SAMPLES=1
 step honest_one_connection 220 honest_one_connection.json \
-  env CUDA_DEVICE_MAX_CONNECTIONS=1 $PY "${EVALUATE[@]}" $SOLUTIONS/honest_relu_cuda.py
+  env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=1 $PY "${EVALUATE[@]}" $SOLUTIONS/honest_relu_cuda.py
 verdict honest_one_connection.json
 step side_stream_one_connection 120 side_stream_one_connection.json \
-  env CUDA_DEVICE_MAX_CONNECTIONS=1 $PY "${EVALUATE[@]}" $SOLUTIONS/side_stream_cuda.py
+  env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=1 $PY "${EVALUATE[@]}" $SOLUTIONS/side_stream_cuda.py
 verdict side_stream_one_connection.json
-step side_stream_default 120 side_stream_default.json $PY "${EVALUATE[@]}" $SOLUTIONS/side_stream_cuda.py
+step side_stream_default 120 side_stream_default.json \
+  env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=8 $PY "${EVALUATE[@]}" $SOLUTIONS/side_stream_cuda.py
 verdict side_stream_default.json
-step honest_default 120 honest_default.json $PY "${EVALUATE[@]}" $SOLUTIONS/honest_relu_cuda.py
+step honest_default 120 honest_default.json \
+  env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=8 $PY "${EVALUATE[@]}" $SOLUTIONS/honest_relu_cuda.py
 verdict honest_default.json
 
 step fidelity_add_one_connection 200 fidelity_add_one_connection.txt \
-  env CUDA_DEVICE_MAX_CONNECTIONS=1 $PY benchmarks/timing_fidelity.py --device cuda --only add_small --deadline-s 170 \
+  env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=1 $PY benchmarks/timing_fidelity.py --device cuda --only add_small --deadline-s 170 \
   --out "$OUT/fidelity_add_one_connection.json"
 log "done"
 (cd "$OUT" && tar czf side_streams.tar.gz --exclude side_streams.log --exclude side_streams.tar.gz \

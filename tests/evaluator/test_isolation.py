@@ -66,3 +66,13 @@ def test_it_keeps_the_environment_the_filesystem_and_the_network_from_the_child(
     assert observed["capabilities_dropped"] and observed["no_new_privs"]
     assert os.environ["KERNELHUB_TEST_RUNNER_SECRET"] == "hunter2"
     shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_every_child_has_one_cuda_hardware_queue(monkeypatch, tmp_path):
+    # Work on a stream of the solution's own must queue behind the start event (sandbox.CUDA_CONNECTIONS_VAR): the
+    # host's own setting does not reach the child; the runner's knob for measurements does.
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8")
+    monkeypatch.delenv(sandbox.CUDA_CONNECTIONS_VAR, raising=False)
+    assert sandbox.child_env(tmp_path, "m")["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    monkeypatch.setenv(sandbox.CUDA_CONNECTIONS_VAR, "8")
+    assert sandbox.child_env(tmp_path, "m")["CUDA_DEVICE_MAX_CONNECTIONS"] == "8"
