@@ -961,12 +961,12 @@ class Harness:
         # On a GPU, each call's head start: the solution's call's, in GPU cycles (the parent passes what that child
         # reported), at most the cap's worth at this process's rate (HEAD_START_CYCLES_SLACK).
         heads = msg.get("head_start_cycles") or [None] * len(sets)
-        most = int(HEAD_START_MAX_US * self.spin_cycles_per_us * HEAD_START_CYCLES_SLACK)
         self.head_starts = []  # (reported by time_batch only: kept from growing in a long-lived trusted process)
         if any(change and change[0] == "fresh" for change in changes):
             # A regenerated set would leave this process's set k other than the one the checks' replays expect
             # (the parent audits no run of regenerated sets: timing._runs keeps them apart).
             raise HarnessError("internal", "a null call does not regenerate a set (a fresh change)")
+        most = int(HEAD_START_MAX_US * self.spin_cycles_per_us * HEAD_START_CYCLES_SLACK)
         torch = self.torch
         template = getattr(self, "null_template", None)
         if template is None:
