@@ -58,17 +58,16 @@ def cuda_flush_bytes(l2_bytes: int) -> int:
 # request, the op record's after-effects), and what exceeded the flush fell inside the window. So, after the
 # flush, the GPU also waits (a spin kernel) about as long as this process's recent calls spent launching
 # forward: the start event runs once forward's work is queued, on every side alike (eager, compile, solution).
-# Host work in forward beyond the head start still counts. The clock audit's null call spins as long as the
-# solution's call it is compared with said it did (the child's word, capped here): the GPU's idle time is then
+# Host work in forward beyond the head start still counts. The clock audit's null call spins as many GPU cycles
+# as the solution's call it is compared with said it did (the child's word, bounded): the GPU's idle time is then
 # the harness's on both sides. Capped: host work hidden this way, and what a child could misstate to the audit,
 # is bounded by HEAD_START_MAX_US per call (plus the flush); the back-to-back rule (work_outside_timer) sees the
 # host time on the parent's clock.
-# OFF (0) for now, and why: while the GPU idles in the head start, work that forward launched on another stream
-# (a torch.cuda.Stream or a CuPy stream of its own, which the pre-screen allows) runs before the start event and
-# after the flush, seen by neither the window nor the tail: up to the whole head start of GPU work hidden per
-# call (the flush alone leaves a shorter span, and a busy one). Measured with a 300 us cap on the H200
-# (2026-12-02, docs/BENCHMARKS.md): solutions within 4% of plain events. It comes back on once forward's work
-# cannot leave the current stream, or the head start occupies the whole GPU (docs/EVALUATOR.md).
+# OFF (0) for now, and why: while the GPU idled in the head start, work that forward launched on another stream
+# ran before the start event, seen by neither the window nor the tail. That is closed by one hardware queue per
+# child (sandbox.CUDA_CONNECTIONS_VAR, 1.6.1). What keeps it off: with it on, an honest 3 us add was rejected as
+# forged on the H200 (2026-12-02 12:01), the solution's process spending far more host time around each call than
+# the audit's null call, which the window no longer carries (docs/EVALUATOR.md, docs/GPU_RUNS.md).
 # KERNELHUB_HEAD_START_MAX_US turns it on for a trial (the parent and every child read it alike).
 HEAD_START_VAR = "KERNELHUB_HEAD_START_MAX_US"
 HEAD_START_MAX_US = max(0.0, float(os.environ.get(HEAD_START_VAR) or 0.0))
