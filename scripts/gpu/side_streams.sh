@@ -65,18 +65,15 @@ step probe_one_connection 60 side_streams_one_connection.txt \
 fi
 
 export KERNELHUB_HEAD_START_MAX_US=$HEAD_START_US KERNELHUB_AUDIT_SAMPLES=1
-step honest_one_connection 220 honest_one_connection.json \
-  env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=1 $PY "${EVALUATE[@]}" $SOLUTIONS/honest_relu_cuda.py
-verdict honest_one_connection.json
-step side_stream_one_connection 120 side_stream_one_connection.json \
-  env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=1 $PY "${EVALUATE[@]}" $SOLUTIONS/side_stream_cuda.py
-verdict side_stream_one_connection.json
-step side_stream_default 120 side_stream_default.json \
-  env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=8 $PY "${EVALUATE[@]}" $SOLUTIONS/side_stream_cuda.py
-verdict side_stream_default.json
-step honest_default 120 honest_default.json \
-  env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=8 $PY "${EVALUATE[@]}" $SOLUTIONS/honest_relu_cuda.py
-verdict honest_default.json
+# evaluation NAME SECONDS CONNECTIONS SOLUTION: the evaluator's verdict on $PROBLEM, in NAME.json, then its line
+evaluation() {
+  step "$1" "$2" "$1.json" env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS="$3" $PY "${EVALUATE[@]}" "$SOLUTIONS/$4.py"
+  verdict "$1.json"
+}
+evaluation honest_one_connection 220 1 honest_relu_cuda
+evaluation side_stream_one_connection 120 1 side_stream_cuda
+evaluation side_stream_default 120 8 side_stream_cuda
+evaluation honest_default 120 8 honest_relu_cuda
 
 step fidelity_add_one_connection 200 fidelity_add_one_connection.txt \
   env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=1 $PY benchmarks/timing_fidelity.py --device cuda --only add_small --deadline-s 170 \
