@@ -43,8 +43,9 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
     work = tmp_path / "work"
     # A long timing loop, so that the kill lands inside it.
     env = {**os.environ, "KERNELHUB_WORK_DIR": str(work), "KERNELHUB_TIMING_BUDGET_S": "60"}
-    victim = subprocess.Popen(_command(), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+    verdict_file = tmp_path / "victim.json"
+    with verdict_file.open("w") as out:
+        victim = subprocess.Popen(_command(), cwd=ROOT, env=env, stdout=out, stderr=subprocess.PIPE, text=True)
     seen = []
     try:
         for line in victim.stderr:
@@ -54,10 +55,14 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
         else:
             raise AssertionError("the evaluation never reached timing:\n" + "".join(seen[-40:]))
         time.sleep(1.0)
+        # Still timing when the kill lands: an evaluation that ended meanwhile (a verdict) would test nothing.
+        assert victim.poll() is None, (f"the evaluation ended before the kill (exit {victim.returncode}): "
+                                       f"{verdict_file.read_text()[-2000:]}")
         children = [p.pid for p in psutil.Process(victim.pid).children(recursive=True)]
         assert len(children) >= 2, children  # the reference and the solution (each under unshare, or not)
         left = sorted(p.name for p in work.iterdir() if not p.name.startswith("."))
-        assert any(n.startswith("solution-") for n in left) and any(n.startswith("eager-") for n in left), left
+        assert any(n.startswith("solution-") for n in left) and any(n.startswith("eager-") for n in left), \
+            (left, "".join(seen[-20:]))
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(timeout=10)
     finally:
