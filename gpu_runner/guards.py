@@ -91,6 +91,9 @@ _WATCHED_ATTRS: list[tuple[str, str]] = [
     ("sys", "exit"), ("os", "_exit"), ("json", "dumps"), ("json", "dump"), ("json", "loads"),
     ("statistics", "median"), ("math", "isfinite"), ("math", "sqrt"), ("socket", "socket"),
 ]
+_WATCHED_BY_OWNER: dict[str, list[tuple[str, str]]] = {}  # owner -> (attribute, "owner.attribute")
+for _owner, _attr in _WATCHED_ATTRS:
+    _WATCHED_BY_OWNER.setdefault(_owner, []).append((_attr, f"{_owner}.{_attr}"))
 _MISSING = object()
 
 # Settings that change the precision torch's own ops run at (the baselines are measured with TF32 off).
@@ -241,11 +244,15 @@ def _lookup(holder: Any, attr: str) -> Any:
 
 
 def _snapshot_watched() -> dict[str, Any]:
+    # Each owner resolved once per snapshot (15 owners for 87 names): resolving every name's owner anew cost some
+    # 170 us a call on the development machine, on every forward's exit, in the solution's process and in the
+    # trusted null call alike.
     snap: dict[str, Any] = {}
-    for owner, attr in _WATCHED_ATTRS:
+    for owner, attrs in _WATCHED_BY_OWNER.items():
         holder = _resolve(owner)
         if holder is not None:
-            snap[f"{owner}.{attr}"] = _lookup(holder, attr)
+            for attr, key in attrs:
+                snap[key] = _lookup(holder, attr)
     return snap
 
 
@@ -272,9 +279,12 @@ def _check_watched() -> None:
             )
 
 
+_TASKS_DIR = "/proc/self/task"
+
+
 def _native_threads() -> set[int]:
     try:
-        return {int(t) for t in os.listdir("/proc/self/task")}
+        return {int(t) for t in os.listdir(_TASKS_DIR)}
     except OSError:
         return set()
 
@@ -515,7 +525,11 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
             detail = _open_detail(args)
         if detail is None and event in {"os.listdir", "os.scandir", "glob.glob"} and args:
             target = args[0] if args[0] is not None else "."
-            if not isinstance(target, int) and _is_private(os.path.realpath(os.fsdecode(target))):
+            # The guard's own thread listing (_native_threads, twice a call) is no private directory: resolving
+            # it cost some 40 us each time in the solution's process only, which the clock audit's null call
+            # (no hook installed) does not pay.
+            if (not isinstance(target, int) and target != _TASKS_DIR
+                    and _is_private(os.path.realpath(os.fsdecode(target)))):
                 detail = _PRIVATE_DETAIL.format(path=os.path.realpath(os.fsdecode(target)))
     finally:
         _in_hook = False

@@ -413,6 +413,7 @@ class _Loop:
         self.audits: list[AuditEntry] = []  # clock_audit's entries
         self.samples: list[dict[str, Any]] | None = [] if os.environ.get(SAMPLES_VAR) == "1" else None
         self.phases: Any = None
+        self.run_phases: dict[str, float] | None = None  # the child's word on the latest run (its phases' growth)
 
     def time_run(self, positions: list[int], order: list[int], perturb: list[Any],
                  fresh: bool) -> tuple[list[float], bool]:
@@ -432,7 +433,8 @@ class _Loop:
         # None where the threads changed during the run: that audit entry then uses the wall clock.
         cpu_us = busiest_thread_us(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else 0.0
         faults = faults_between(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else None
-        self.phases = reply.get("phases_us")
+        before, self.phases = self.phases, reply.get("phases_us")
+        self.run_phases = _phase_delta(before, self.phases)
         windows = validate_times(reply.get("times_us"), len(positions))
         heads = _head_starts(reply.get("head_start_cycles"), len(positions))
         run_tails: list[float | None] = [None] * len(positions)
@@ -472,7 +474,8 @@ class _Loop:
             self.samples.append({"call": self.calls + positions[0], "calls_in_run": n, "reported_us": sum(run_times),
                                  "request_wall_us": wall_us, "null_wall_us": null_s * 1e6,
                                  "request_cpu_us": cpu_us, "null_cpu_us": null_cpu_us, "request_faults": faults,
-                                 "null_faults": null_faults, "null_phases_us": null_phases})
+                                 "null_faults": null_faults, "null_phases_us": null_phases,
+                                 "request_phases_us_reported": self.run_phases})
 
     def account(self, order: list[int], perturb: list[Any], batch_times: list[float], recorded: list[bool]) -> None:
         """A batch's calls into the statistics (the op-recorded ones left out) and the comparisons' samples."""
@@ -573,6 +576,16 @@ def _head_starts(value: Any, n: int) -> list[int] | None:
         return None
     most = int(HEAD_START_MAX_US * MAX_SPIN_CYCLES_PER_US)
     return [min(most, max(0, v)) for v in value]
+
+
+def _phase_delta(before: Any, after: Any) -> dict[str, float] | None:
+    """What one request added to the child's cumulative phases (its word: where its side of a run's time went,
+    beside the null call's in the audit's samples)."""
+    now = _child_phases(after)
+    if now is None:
+        return None
+    then = _child_phases(before) or {}
+    return {k: round(v - then.get(k, 0.0), 1) for k, v in now.items()}
 
 
 def _child_phases(phases: Any) -> dict[str, float] | None:

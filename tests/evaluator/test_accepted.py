@@ -28,3 +28,8 @@ def test_it_accepts_an_honest_cpp_solution_and_reports_stages(monkeypatch):
     audit = result["checks"]["clock_audit"]
     assert audit["first_null_call_dropped_us"] > 0
     assert len(audit["samples"]) == audit["calls"]
+    # Beside each null call's phases, the solution's own word on its run's (what that request added to them): where
+    # the two sides' harness time differs when the audit reads a gap.
+    for sample in audit["samples"]:
+        mine = sample["request_phases_us_reported"]
+        assert mine["call"] > 0 and mine["fingerprint"] >= 0, sample
