@@ -46,6 +46,7 @@ from gpu_runner import (
 )
 from gpu_runner.contract import VERDICTS  # noqa: F401 - part of this module's interface
 from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError, load_tensors
+from gpu_runner.result import EvaluationResult
 
 N_TRIALS = max(correctness.MIN_TRIALS, int(os.environ.get("KERNELHUB_TRIALS", "5")))
 MAX_OUTPUT_FILE = 8 << 30
@@ -203,18 +204,10 @@ def _derived_seed(seed: int, what: str, i: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{what}:{i}".encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
-def _skeleton(problem_source: str, solution_source: str, device: str, seed: int) -> dict[str, Any]:
-    return {
-        "verdict": None, "correct": False, "runtime_us": None, "eager_us": None, "compile_us": None,
-        "speedup_vs_eager": None, "speedup_vs_compile": None, "kernel_time_us": None,
-        "eager_kernel_time_us": None, "compile_kernel_time_us": None, "speedup_vs_eager_kernel_time": None,
-        "speedup_vs_compile_kernel_time": None, "message": "",
-        "rule": None, "stats": None, "baselines": {"eager": None, "compile": None},
-        "device": {"kind": device}, "versions": {}, "isolation": {}, "checks": {},
-        "language": _language(solution_source),
-        "problem_hash": formats.source_hash(problem_source), "solution_hash": formats.source_hash(solution_source),
-        "seed": seed, "wall_s": None, "stage_seconds": {},
-    }
+def _skeleton(problem_source: str, solution_source: str, device: str, seed: int) -> EvaluationResult:
+    return EvaluationResult(device_kind=device, language=_language(solution_source),
+                            problem_hash=formats.source_hash(problem_source),
+                            solution_hash=formats.source_hash(solution_source), seed=seed)
 
 
 def _language(solution_source: str) -> str:
@@ -267,30 +260,22 @@ def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", 
     if device == "cuda" and not _cuda_present():
         raise EvaluatorError("device 'cuda' was asked for but this host has no NVIDIA GPU; use --device cpu")
     result = _skeleton(problem_source, solution_source, device, seed)
-    result["checks"]["cleanup"] = _sweep()
+    result.checks["cleanup"] = _sweep()
     run = _Run(problem_source, solution_source, meta, device, seed, on_stage, result)
     run.pool = pool
     try:
         run.execute()
-        result["verdict"] = "accepted"
-        result["correct"] = True
+        result.accept()
     except Verdict as v:
-        result["verdict"] = v.verdict
-        result["message"] = v.message
-        result["rule"] = v.rule
-        result["correct"] = v.verdict not in ("wrong_answer", "compile_error", "runtime_error", "timeout") and \
-            run.trials_passed
-        if v.verdict != "accepted":
-            result["runtime_us"] = None
-            result["speedup_vs_eager"] = result["speedup_vs_compile"] = None
+        result.refuse(v.verdict, v.message, v.rule, trials_passed=run.trials_passed)
     finally:
         with run.timed("cleanup"):
             run.cleanup()
-    if "name" not in result["device"]:
-        result["device"] = {**sysinfo.device_snapshot(device), "at": "end"}
-    result["versions"] = sysinfo.versions(run.child_versions, cxx=builds.toolchain(False)["cxx"])
-    result["wall_s"] = round(time.monotonic() - started, 3)
-    return result
+    if "name" not in result.device:
+        result.device = {**sysinfo.device_snapshot(device), "at": "end"}
+    result.versions = sysinfo.versions(run.child_versions, cxx=builds.toolchain(False)["cxx"])
+    result.wall_s = round(time.monotonic() - started, 3)
+    return result.to_json()
 
 
 def _sweep() -> dict[str, Any]:
@@ -322,7 +307,7 @@ def _tmpfs(path: Path) -> bool:
 
 class _Run:
     def __init__(self, problem_source: str, solution_source: str, meta: dict[str, Any], device: str, seed: int,
-                 on_stage: Callable[[str], None] | None, result: dict[str, Any]) -> None:
+                 on_stage: Callable[[str], None] | None, result: EvaluationResult) -> None:
         self.problem_source, self.solution_source, self.meta = problem_source, solution_source, meta
         self.device, self.seed, self.on_stage, self.result = device, seed, on_stage, result
         self.sessions: list[Session] = []
@@ -344,16 +329,17 @@ class _Run:
                 self.workdir = workdir.parse_bundle(solution_source)
             except workdir.WorkdirError as e:
                 self.workdir_error = str(e)
-            result["solution_format"] = workdir.FORMAT
-            result["rules"] = workdir.effective_rules(self.workdir.rules if self.workdir else None, problem_source)
+            result.solution_format = workdir.FORMAT
+            self.rules = workdir.effective_rules(self.workdir.rules if self.workdir else None, problem_source)
         else:
-            result["rules"] = workdir.effective_rules(None, problem_source)
+            self.rules = workdir.effective_rules(None, problem_source)
+        result.rules = self.rules
         self.plan: memory_plan.Plan | None = None
         self.expected_mode = "memory"
 
     def stage(self, name: str) -> None:
         # When each stage began, seconds from the start: where an evaluation's time goes.
-        self.result["checks"].setdefault("stage_started_s", {})[name] = round(time.monotonic() - self.started, 3)
+        self.result.checks.setdefault("stage_started_s", {})[name] = round(time.monotonic() - self.started, 3)
         _log(f"stage {name}")
         # Only the contract's stages go out (the site knows no others); "baselines" is for the record.
         if self.on_stage is not None and name in ("compiling", "checking", "timing"):
@@ -361,12 +347,12 @@ class _Run:
 
     @contextlib.contextmanager
     def timed(self, name: str) -> Iterator[None]:
-        """Adds the seconds spent inside to result["stage_seconds"][name]: where an evaluation's time goes."""
+        """Adds the seconds spent inside to result.stage_seconds[name]: where an evaluation's time goes."""
         t0 = time.monotonic()
         try:
             yield
         finally:
-            spent = self.result["stage_seconds"]
+            spent = self.result.stage_seconds
             spent[name] = round(spent.get(name, 0.0) + time.monotonic() - t0, 3)
 
     def cleanup(self) -> None:
@@ -376,8 +362,8 @@ class _Run:
         if self.ref_thread is not None:
             self.ref_thread.join(swallow=True)  # its child is gone: it ends at once
         if escaped:
-            self.result["isolation"]["killed_escaped_processes"] = len(escaped)
-        self.result["op_seconds"] = {s.role: {op: [int(n), round(t, 3)] for op, (n, t) in s.op_seconds.items()}
+            self.result.isolation["killed_escaped_processes"] = len(escaped)
+        self.result.op_seconds = {s.role: {op: [int(n), round(t, 3)] for op, (n, t) in s.op_seconds.items()}
                                      for s in self.all_sessions}
 
     @contextlib.contextmanager
@@ -395,7 +381,7 @@ class _Run:
             raise EvaluatorError(str(e)) from None
         finally:
             for h in holds:  # wall-clock times, comparable across the evaluations of a host
-                self.result["checks"].setdefault("device_lock", []).append({
+                self.result.checks.setdefault("device_lock", []).append({
                     "phase": phase, "device": h.device, "shared": h.shared, "waited_s": round(h.waited_s, 3),
                     "held_from": round(h.acquired_at, 4), "held_until": round(h.released_at or 0.0, 4)})
 
@@ -405,7 +391,7 @@ class _Run:
             s = Session(role, device=self.device, limits_=_limits(self.device, role), on_build=on_build)
         else:
             s.begin(on_build)
-        self.result["checks"].setdefault("prestarted", {})[role] = s.prestarted
+        self.result.checks.setdefault("prestarted", {})[role] = s.prestarted
         self.sessions.append(s)
         self.all_sessions.append(s)
         (s.workdir / "problem.py").write_text(self.problem_source)
@@ -495,7 +481,7 @@ class _Run:
             self._plan_before_trials()
         # The trusted reference computes the expected outputs while the solution's child loads and builds.
         self.ref_thread = _Background(self._reference_outputs)
-        self.result["isolation"] = dict(sol.child.isolation)
+        self.result.isolation = dict(sol.child.isolation)
         with self.timed("solution_load"):
             reply = self._untrusted(sol, "load", "loading (import, build, ModelNew construction)",
                                     timeout=_load_timeout(), **self._load_fields("solution"))
@@ -504,13 +490,13 @@ class _Run:
         self.child_versions = {k: v for k, v in info.items() if isinstance(v, (str, int)) or v is None}
         # Read by the parent from /proc, not taken from the child's word.
         observed = sandbox.observed_isolation(sol.child)
-        self.result["isolation"].update({
+        self.result.isolation.update({
             "observed": observed,
             "fs": "read-only except its own directory, private /tmp and /dev/shm" if observed.get("root_read_only")
             else "not isolated: the child can write wherever the runner's user can",
             "runtime_guards": bool(info.get("guards")),
         })
-        self.result["checks"]["builds"] = self.build_log
+        self.result.checks["builds"] = self.build_log
         with self.timed("wait_for_reference"):
             self.ref_thread.join()
         self.stage("checking")
@@ -532,7 +518,7 @@ class _Run:
             self._time_solution(sol)
         with self.timed("integrity"):
             self._integrity(sol)
-            self.result["device"] = {**sysinfo.device_snapshot(self.device), "at": "timing"}
+            self.result.device = {**sysinfo.device_snapshot(self.device), "at": "timing"}
 
         with self.timed("speed_of_light"):
             self._physics()
@@ -550,13 +536,13 @@ class _Run:
         try:
             from gpu_runner import anticheat
         except ImportError:
-            self.result["checks"]["prescreen"] = "not available (gpu_runner.anticheat missing)"
+            self.result.checks["prescreen"] = "not available (gpu_runner.anticheat missing)"
             return
         if self.workdir is not None:
-            findings = workdir.prescreen(self.workdir, self.problem_source, self.result["rules"])
+            findings = workdir.prescreen(self.workdir, self.problem_source, self.rules)
         else:
             findings = anticheat.prescreen(self.solution_source, self.meta)
-        self.result["checks"]["prescreen"] = findings
+        self.result.checks["prescreen"] = findings
         if findings:
             first = findings[0]
             raise Verdict("rejected", f"rule {first.get('rule')} broken: {first.get('detail')}",
@@ -588,21 +574,21 @@ class _Run:
             self._trusted(ref, "load", timeout=_load_timeout(), **self._load_fields("eager"))
         self.device_model = sysinfo.device_model(self.device)
         self.free_at_start = (memory_plan.host_free(), memory_plan.device_free(self.device))
-        cached = memory_plan.load_footprint(self.result["problem_hash"], self.device_model)
+        cached = memory_plan.load_footprint(self.result.problem_hash, self.device_model)
         if cached is not None:
             sizes, source = cached, "cached"
         else:
             reply = self._trusted(ref, "footprint", seed=self.seed)
             i_b, o_b = reply.get("input_bytes"), reply.get("output_bytes")
             if type(i_b) is not int:
-                self.result["checks"]["memory_plan"] = {"before_trials": f"no footprint: {reply.get('why')}"}
+                self.result.checks["memory_plan"] = {"before_trials": f"no footprint: {reply.get('why')}"}
                 return
             # An output the meta device cannot work out counts as nothing here: a refusal must be certain.
             sizes = {"input_bytes": i_b, "output_bytes": o_b if type(o_b) is int else 0, "peak_bytes": 0}
             source = "meta"
         self.sizes_before_trials = sizes
         p = self._make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
-        self.result["checks"]["memory_plan"] = {"before_trials": p.record()}
+        self.result.checks["memory_plan"] = {"before_trials": p.record()}
         if not p.fits:
             raise Verdict("runtime_error", p.message)
 
@@ -623,9 +609,9 @@ class _Run:
         assert ref is not None
         # The trials' expected outputs depend only on (problem, seed, device): a warm pool keeps them in this
         # trusted process's memory, out of the solution's reach, and the reference skips them.
-        cache_key = (self.result["problem_hash"], self.seed, self.device, N_TRIALS)
+        cache_key = (self.result.problem_hash, self.seed, self.device, N_TRIALS)
         remembered = self.pool.references.get(cache_key) if self.pool is not None else None
-        self.result["checks"]["reference_trials_cached"] = remembered is not None
+        self.result.checks["reference_trials_cached"] = remembered is not None
         if remembered is not None:
             data = remembered
         else:
@@ -711,7 +697,7 @@ class _Run:
             peak = int(after.get("vmhwm_bytes", 0)) - int(before.get("vmrss_bytes", 0))
         footprint = {"input_bytes": int(reply["input_bytes"]), "output_bytes": int(reply["output_bytes"]),
                      "peak_bytes": max(0, peak)}
-        memory_plan.store_footprint(self.result["problem_hash"], self.device_model, footprint)
+        memory_plan.store_footprint(self.result.problem_hash, self.device_model, footprint)
         if (N_TRIALS + 1) * footprint["output_bytes"] > memory_plan.EXPECTED_IN_MEMORY_BYTES:
             self.expected_mode = "on_demand"
         return footprint
@@ -767,7 +753,7 @@ class _Run:
         fp = self.ref_footprint
         self.plan = self._make_plan(self.input_bytes, self.output_bytes, fp["peak_bytes"] if fp else None,
                                     "measured" if fp else "unmeasured")
-        self.result["checks"].setdefault("memory_plan", {})["timing"] = self.plan.record()
+        self.result.checks.setdefault("memory_plan", {})["timing"] = self.plan.record()
         if not self.plan.fits:
             raise Verdict("runtime_error", self.plan.message)
         self.n_sets = self.plan.n_sets
@@ -781,7 +767,7 @@ class _Run:
             # Only unperturbed timed calls are checked against these; perturbed ones are replayed (check_batch).
             self._trusted(ref, "set_outputs", prefix="ref_set_")
             self.expected_sets = [ref.tensors(f"ref_set_{k}.pt") for k in range(self.n_sets)]
-        self.result["checks"].update({"trials": N_TRIALS, "timing_input_sets": self.n_sets,
+        self.result.checks.update({"trials": N_TRIALS, "timing_input_sets": self.n_sets,
                                       "input_bytes": self.input_bytes, "output_bytes": self.output_bytes})
 
     def _check_deterministic(self, ref: Session, seed: int, first: list[Any], structure: Any) -> None:
@@ -805,7 +791,7 @@ class _Run:
 
     def _compare(self, expected: list[Any], got: list[Any], where: str) -> correctness.Comparison:
         cmp = correctness.compare(expected, got, self.meta, self.device)
-        checks = self.result["checks"]
+        checks = self.result.checks
         checks["max_abs_err"] = max(checks.get("max_abs_err", 0.0), cmp.max_abs_err)
         checks["max_rel_fro_err"] = max(checks.get("max_rel_fro_err", 0.0), cmp.rel_fro_err)
         if not cmp.ok:
@@ -857,13 +843,13 @@ class _Run:
         checked = sum(t is not None for t in self.ground_truth)
         if outcome is None:
             notes = sorted(set(self.fp64_notes)) or ["no float32 output"]
-            self.result["checks"]["precision"] = {"rule": check.level, "checked": False,
+            self.result.checks["precision"] = {"rule": check.level, "checked": False,
                                                   "note": "; ".join(notes)[:500]}
             return
         figures = {**outcome.figures, "checked": True, "trials": checked}
         if self.fp64_notes:
             figures["note"] = f"{len(self.fp64_notes)} trial(s) without a float64 run: {self.fp64_notes[0][:300]}"
-        self.result["checks"]["precision"] = figures
+        self.result.checks["precision"] = figures
         if not outcome.ok:
             raise Verdict("wrong_answer", f"trials: {outcome.message}", precision.RULE)
 
@@ -891,7 +877,7 @@ class _Run:
         reply = self._untrusted(sol, "prepare_timing", "preparing the timing inputs", seeds=self.set_seeds,
                                 copy_sets=self.ref_changes_inputs, reserve_bytes=reserve)
         got = reply.get("reserved_bytes") if isinstance(reply, dict) else None
-        self.result["checks"]["heap_reserved_bytes"] = got if type(got) is int else None  # the child's word
+        self.result.checks["heap_reserved_bytes"] = got if type(got) is int else None  # the child's word
         batch_no = [0]
         # Perturbations applied to each set since the reference last caught up with it.
         pending: dict[int, list[Any]] = {k: [] for k in range(self.n_sets)}
@@ -963,13 +949,12 @@ class _Run:
                                       tail_allowance_us=allowance)
         except timing.TimingRejected as e:
             if e.audit is not None:
-                self.result["checks"]["clock_audit"] = e.audit  # the figures behind a timing_forged verdict
+                self.result.checks["clock_audit"] = e.audit  # the figures behind a timing_forged verdict
             self._guard_findings_first(sol)
             raise Verdict("rejected", f"rule {e.rule} broken: {e.message}", e.rule) from None
         stats = t.stats
-        self.result["stats"] = stats
-        self.result["runtime_us"] = stats["median_us"]
-        self.result["checks"].update({"timed_calls": t.calls, "timed_window_tail": t.tail,
+        self.result.set_timing(stats)
+        self.result.checks.update({"timed_calls": t.calls, "timed_window_tail": t.tail,
                                       "timed_calls_checked": t.checked_calls, "memoization": t.memo,
                                       "fresh_inputs": t.fresh, "wall_per_call_us": t.wall_per_call_us,
                                       "back_to_back_forward_host_us_reported": t.back_to_back_forward_host_us_reported,
@@ -997,7 +982,7 @@ class _Run:
         fresh input set, with the last profiled call's output checked against the reference. It is the solution
         process's own account (its profiler), so it is reported beside the audited event time, never instead of
         it; a figure that beats the speed of light is withheld, with the reason."""
-        checks = self.result["checks"]
+        checks = self.result.checks
         if self.device != "cuda":
             checks["kernel_time"] = {"measured": False, "why": "measured on CUDA devices only"}
             return
@@ -1024,7 +1009,7 @@ class _Run:
                 "process's own profile is not trusted there")}
             return
         checks["kernel_time"] = {"measured": True, "calls": KERNEL_TIME_CALLS, "warmup": KERNEL_TIME_WARMUP}
-        self.result["kernel_time_us"] = float(value)
+        self.result.kernel_time_us = float(value)
 
     def _tail_allowance(self, session: Session) -> float | None:
         """CUDA: what the device-wide synchronise after the timed window costs an honest call in `session`'s
@@ -1048,7 +1033,7 @@ class _Run:
             tails = timing.validate_times(reply.get("tails_us"), calls)
             cap = timing.TAIL_CAP_FACTOR * self.trusted_tail_us + timing.TAIL_CAP_US
             allowance = min(timing.tail_allowance(tails), cap)
-        self.result["checks"].setdefault("tail_calibration", {})[session.role] = {
+        self.result.checks.setdefault("tail_calibration", {})[session.role] = {
             "calls": calls, "allowance_us": round(allowance, 2), "reference_allowance_us": round(self.trusted_tail_us, 2),
             "median_us": round(statistics.median(tails), 2) if tails else None}
         return allowance
@@ -1069,13 +1054,14 @@ class _Run:
         findings = reply.get("findings")
         if not isinstance(findings, list):
             raise Verdict("rejected", "rule anti_cheat broken: the integrity report was tampered with", "anti_cheat")
-        self.result["checks"]["integrity"] = findings[:20]
+        self.result.checks["integrity"] = findings[:20]
         if findings:
             f = findings[0] if isinstance(findings[0], dict) else {"rule": "anti_cheat", "detail": str(findings[0])}
             raise Verdict("rejected", f"rule {f.get('rule')} broken: {f.get('detail')}", str(f.get("rule")))
 
     def _physics(self) -> None:
-        median = self.result["runtime_us"]
+        median = self.result.runtime_us
+        assert median is not None  # set by the timing, which comes first
         self.bandwidth = limits.cached_bandwidth(self.device_model)
         if self.bandwidth is None and self.reference is not None:
             # Measured once per device model, by the trusted child, while nothing else of ours runs.
@@ -1086,7 +1072,7 @@ class _Run:
             self.bandwidth = bw
         sol_check = limits.check(self.device, median, limits.least_bytes(self.input_bytes, self.output_bytes),
                                  self.bandwidth)
-        self.result["checks"]["speed_of_light"] = sol_check
+        self.result.checks["speed_of_light"] = sol_check
         if not sol_check["ok"]:
             raise Verdict("rejected", f"rule faster_than_speed_of_light broken: {median:.2f} us to move "
                           f"{sol_check['least_bytes']} bytes is below the physical floor of "
@@ -1095,7 +1081,7 @@ class _Run:
     def _baselines(self) -> None:
         versions = sysinfo.versions(self.child_versions, cxx=builds.toolchain(False)["cxx"])
         for mode in ("eager", "compile"):
-            key = baselines.key(problem_hash=self.result["problem_hash"], device_model=self.device_model,
+            key = baselines.key(problem_hash=self.result.problem_hash, device_model=self.device_model,
                                 versions=versions, mode=mode)
             stats = baselines.load(key)
             if stats is None or baselines.worth_remeasuring(stats):
@@ -1107,15 +1093,7 @@ class _Run:
                     stats = fresh
             else:
                 stats = {**stats, "cached": True}
-            self.result["baselines"][mode] = stats
-            median = stats.get("median_us")
-            self.result[f"{mode}_us"] = median
-            if median and self.result["runtime_us"]:
-                self.result[f"speedup_vs_{mode}"] = median / self.result["runtime_us"]
-            kernel = stats.get("kernel_time_us")
-            self.result[f"{mode}_kernel_time_us"] = kernel
-            if kernel and self.result.get("kernel_time_us"):
-                self.result[f"speedup_vs_{mode}_kernel_time"] = kernel / self.result["kernel_time_us"]
+            self.result.set_baseline(mode, stats, stats.get("kernel_time_us"))
 
     def _time_baseline(self, mode: str) -> dict[str, Any]:
         try:
