@@ -1,0 +1,281 @@
+"""A batch of KernelBench solutions through the real path on one host: the site, its queue, `gpu_runner serve`.
+
+    python benchmarks/kernelbench_batch.py --kernelbench KB/KernelBench --solutions DIR [--level 1 ...]
+        [--pool h200] [--passes 2] [--timeout 1500] [--out F.json] [--logs DIR]
+        [--kernelbench-harness "COMMAND"]
+
+Steps: the real site on the embedded default (benchmarks/_site.py); `create_runner`, `import_kernelbench` of the
+checkout's problems (or `--problems` for other problem files, `load_problems`), `create_entrant`; the real
+`python -m gpu_runner serve` with the runner's secret; then `import_generations DIR`, which reads each file's
+problem from its path: KernelBench's own runs/ layout (level_1_problem_19_sample_0_kernel.py), a mirror of its
+tree (level1/19_ReLU.py) or a flat folder of slugs (l1-19-relu.py). Every submission is waited for. With
+--passes 2 each accepted-or-not solution is submitted once more (`rerun`), its build and baselines now cached:
+the warm pass, where the GPU should be kept busy.
+
+Printed and written (--out), per pass: wall time from the first submission to the last verdict, that over the
+number of kernels, each evaluation's own time (started_at to finished_at on the site), verdict counts, and how
+busy the GPU was (NVML's utilisation sampled through the pass; the runner's heartbeat telemetry beside it).
+
+The comparison (issue 13's goal: at most half KernelBench's time per kernel, GPU busy at least half of a warm
+pass): with --kernelbench-harness, that command (KernelBench's `eval_from_generations` on the same solutions,
+say) runs after the passes on the same machine and its wall time per kernel is printed beside ours. Without it,
+the figure measured for six honest level-1 kernels on one H200 (issue 13: about 89 s a kernel overall) is printed
+as that, a figure of another run.
+
+On a host without a GPU, `--pool cpu` with CPU problems and solutions rehearses the plumbing (no GPU figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from _common import machine
+from _site import REPO, LocalSite
+from evaluator_batch import UtilSampler
+
+# Issue 13: KernelBench's eval_from_generations on six honest level-1 kernels, one H200 (parallel build 76 s,
+# then about 75 s a kernel). Shown only where this run did not time the harness itself.
+KERNELBENCH_REPORTED = {"seconds_per_kernel": 89.0, "source": "issue 13: eval_from_generations, 6 honest "
+                        "level-1 kernels on one H200 (not this run)"}
+STOP_RESERVE_S = 60
+POLL_S = 3.0
+
+
+def _when(value: str | None) -> float | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() if value else None
+
+
+class Batch:
+    """One entrant's submissions on the site, polled through its API until each has a final status."""
+
+    def __init__(self, api: Any, pool: str) -> None:
+        self.api, self.pool = api, pool
+
+    def mine(self) -> list[dict[str, Any]]:
+        answer = self.api.get("/api/v1/submissions/", params={"limit": 500})
+        answer.raise_for_status()
+        rows = answer.json()
+        return rows["results"] if isinstance(rows, dict) else rows
+
+    def wait(self, ids: set[int], deadline: float, sampler: UtilSampler | None,
+             serve_alive: Any) -> tuple[dict[int, dict[str, Any]], float]:
+        """Polls until every id is done or failed (or the deadline); returns their rows and when the last ended."""
+        rows: dict[int, dict[str, Any]] = {}
+        last_end = time.time()
+        while time.monotonic() < deadline:
+            for row in self.mine():
+                if row["id"] in ids:
+                    rows[row["id"]] = row
+            if ids and all(rows.get(i, {}).get("status") in ("done", "failed") for i in ids):
+                ends = [_when(r.get("finished_at")) for r in rows.values()]
+                last_end = max([e for e in ends if e] or [time.time()])
+                break
+            if not serve_alive():
+                print("serve exited early: see serve.log", flush=True)
+                break
+            time.sleep(POLL_S)
+        return rows, last_end
+
+
+def pass_report(name: str, rows: dict[int, dict[str, Any]], started: float, ended: float,
+                sampler: UtilSampler | None) -> dict[str, Any]:
+    final = [r for r in rows.values() if r.get("status") in ("done", "failed")]
+    own = [(_when(r.get("finished_at")) or 0.0) - (_when(r.get("started_at")) or 0.0) for r in final
+           if r.get("started_at") and r.get("finished_at")]
+    verdicts = collections.Counter((r.get("verdict") or r.get("status") or "none") for r in rows.values())
+    wall = max(0.0, ended - started)
+    report: dict[str, Any] = {
+        "pass": name, "kernels": len(rows), "finished": len(final), "wall_s": round(wall, 1),
+        "wall_s_per_kernel": round(wall / len(final), 1) if final else None,
+        "evaluation_s": {"median": round(sorted(own)[len(own) // 2], 1) if own else None,
+                         "min": round(min(own), 1) if own else None, "max": round(max(own), 1) if own else None},
+        "verdicts": dict(verdicts),
+        "per_kernel": [{"id": r["id"], "problem": r.get("problem"), "verdict": r.get("verdict"),
+                        "status": r.get("status"), "runtime_us": r.get("runtime_us"),
+                        "speedup_vs_eager": r.get("speedup_vs_eager"),
+                        "speedup_vs_compile": r.get("speedup_vs_compile"),
+                        "evaluation_s": round((_when(r.get("finished_at")) or 0) - (_when(r.get("started_at")) or 0), 1)
+                        if r.get("started_at") and r.get("finished_at") else None}
+                       for r in sorted(rows.values(), key=lambda r: r["id"])],
+    }
+    if sampler is not None:
+        busy, readings = UtilSampler.mean_in(sampler.readings, started, ended)
+        driver, driver_n = UtilSampler.mean_in(sampler.driver_samples, started, ended)
+        report["gpu_busy_nvml"], report["gpu_busy_nvml_readings"] = busy, readings
+        report["gpu_busy_nvml_driver"], report["gpu_busy_nvml_driver_samples"] = driver, driver_n
+        report["nvml_error"] = sampler.error
+    return report
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import httpx
+
+    started = time.monotonic()
+    deadline = started + args.timeout - STOP_RESERVE_S
+    args.logs.mkdir(parents=True, exist_ok=True)
+    var_dir = Path(tempfile.mkdtemp(prefix="kernelbench-batch-site-"))
+    site = LocalSite(var_dir, args.port, args.logs / "site.log")
+    report: dict[str, Any] = {"machine": machine(), "pool": args.pool, "solutions": str(args.solutions),
+                              "kernelbench": str(args.kernelbench) if args.kernelbench else None, "steps": [],
+                              "passes": []}
+
+    def step(text: str) -> None:
+        report["steps"].append({"step": text, "at_s": round(time.monotonic() - started, 1)})
+        print(f"[{time.monotonic() - started:7.1f} s] {text}", flush=True)
+
+    sampler = UtilSampler(args.sample_ms / 1000.0) if args.pool != "cpu" else None
+    serve_log = open(args.logs / "serve.log", "wb")  # noqa: SIM115 - closed below
+    try:
+        step("site: migrate, uvicorn, site worker with beat")
+        site.start()
+        site.wait_up(deadline)
+        runner = re.sub(r"[^a-z0-9-]", "-", f"{args.pool}-{socket.gethostname()}".lower())[:60].strip("-")
+        secret = site.manage("create_runner", "--name", runner, "--pool", args.pool).strip().splitlines()[-1]
+        if args.kernelbench is not None:
+            levels = [arg for level in args.level for arg in ("--level", str(level))]
+            step(f"import_kernelbench {args.kernelbench} {' '.join(levels)}")
+            site.manage("import_kernelbench", str(args.kernelbench), "--hardware", args.pool, *levels, timeout=900)
+        if args.problems:
+            step(f"load_problems {' '.join(map(str, args.problems))}")
+            site.manage("load_problems", *map(str, args.problems), "--hardware", args.pool, timeout=600)
+        token = site.manage("create_entrant", "--name", args.entrant, "--kind", "agent").strip().splitlines()[-1]
+        step(f"serve: runner {runner}")
+        site.spawn("serve", [sys.executable, "-m", "gpu_runner", "serve", "--site", site.url, "--token", secret,
+                             "--shutdown-grace", "10"], serve_log)
+        if sampler is not None:
+            sampler.start()
+        api = httpx.Client(base_url=site.url, headers={"Authorization": f"Token {token}"}, timeout=60)
+        batch = Batch(api, args.pool)
+
+        def serve_alive() -> bool:
+            return any(n == "serve" and p.poll() is None for n, p in site.processes)
+
+        # The cold pass: every file, as an operator submits a run's generations.
+        t0 = time.time()
+        step(f"import_generations {args.solutions}")
+        out = site.manage("import_generations", str(args.solutions), "--entrant", args.entrant,
+                          "--hardware", args.pool, timeout=600)
+        report["import_generations"] = out.strip().splitlines()[-20:]
+        ids = {row["id"] for row in batch.mine()}
+        if not ids:
+            raise RuntimeError("import_generations submitted nothing: " + " | ".join(out.strip().splitlines()[-5:]))
+        step(f"cold pass: {len(ids)} submission(s) queued on pool.{args.pool}")
+        rows, ended = batch.wait(ids, deadline, sampler, serve_alive)
+        report["passes"].append(pass_report("cold (builds and baselines made)", rows, t0, ended, sampler))
+        step(f"cold pass ended: {report['passes'][-1]['verdicts']}")
+        if args.passes > 1 and time.monotonic() < deadline:
+            t0 = time.time()
+            again: set[int] = set()
+            for row in sorted(rows.values(), key=lambda r: r["id"]):
+                detail = api.get(f"/api/v1/submissions/{row['id']}/").json()
+                answer = api.post("/api/v1/submissions/", json={
+                    "problem": detail["problem"], "source": detail["source"], "language": detail["language"],
+                    "hardware": args.pool, "rerun": True})
+                if answer.status_code in (200, 201):
+                    again.add(answer.json()["id"])
+                else:
+                    step(f"resubmitting {row['id']} was refused: {answer.status_code} {answer.text[:300]}")
+            step(f"warm pass: {len(again)} submission(s) again, builds and baselines cached")
+            rows, ended = batch.wait(again, deadline, sampler, serve_alive)
+            report["passes"].append(pass_report("warm (builds and baselines cached)", rows, t0, ended, sampler))
+            step(f"warm pass ended: {report['passes'][-1]['verdicts']}")
+        report["runners"] = json.loads(site.manage("runners", "--json"))
+    except Exception as e:  # noqa: BLE001 - what ran so far is still reported
+        report["error"] = f"{type(e).__name__}: {e}"
+        step(f"error: {report['error']}")
+    finally:
+        if sampler is not None:
+            sampler.stop.set()
+        step("stopping serve and the site")
+        site.stop()
+        serve_log.close()
+    kernels = max((p["finished"] for p in report["passes"]), default=0)
+    if args.kernelbench_harness and kernels:
+        step(f"KernelBench's harness: {args.kernelbench_harness}")
+        t0 = time.monotonic()
+        done = subprocess.run(shlex.split(args.kernelbench_harness), cwd=args.harness_cwd or REPO,
+                              capture_output=True, text=True, timeout=max(60.0, args.harness_timeout))
+        wall = time.monotonic() - t0
+        (args.logs / "kernelbench_harness.log").write_text(done.stdout + done.stderr)
+        report["kernelbench"] = {"command": args.kernelbench_harness, "exit": done.returncode,
+                                 "wall_s": round(wall, 1), "seconds_per_kernel": round(wall / kernels, 1),
+                                 "source": "this run, same machine, after the passes"}
+    else:
+        report["kernelbench"] = dict(KERNELBENCH_REPORTED)
+    return report
+
+
+def print_table(report: dict[str, Any]) -> None:
+    reference = report["kernelbench"]
+    print(f"\nKernelBench per kernel: {reference['seconds_per_kernel']} s ({reference['source']})")
+    print("| pass | kernels | wall s | s per kernel | vs KernelBench | evaluation s (median, max) | GPU busy | "
+          "verdicts |")
+    print("|---|---|---|---|---|---|---|---|")
+    for p in report["passes"]:
+        per = p["wall_s_per_kernel"]
+        # A CPU rehearsal's figures say nothing against a GPU host's.
+        ratio = f"{per / reference['seconds_per_kernel']:.2f}x" if per and report["pool"] != "cpu" else "-"
+        busy = p.get("gpu_busy_nvml")
+        print(f"| {p['pass']} | {p['finished']}/{p['kernels']} | {p['wall_s']} | {per} | {ratio} | "
+              f"{p['evaluation_s']['median']}, {p['evaluation_s']['max']} | "
+              f"{'-' if busy is None else f'{busy:.0%}'} | {p['verdicts']} |")
+    for runner in report.get("runners") or []:
+        workers = (runner.get("telemetry") or {}).get("gpus") or []
+        for gpu in workers:
+            if "busy_fraction" in gpu:
+                print(f"runner {runner.get('name')} GPU {gpu.get('index')}: busy_fraction {gpu['busy_fraction']} "
+                      "(its last heartbeat)")
+    if report.get("error"):
+        print(f"error: {report['error']}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kernelbench", type=Path, default=None, help="a KernelBench checkout or its KernelBench/ folder")
+    p.add_argument("--level", type=int, action="append", default=[], help="levels to import (default: all)")
+    p.add_argument("--problems", type=Path, nargs="*", default=[],
+                   help="other problem files or folders (load_problems), e.g. problems/cpu for a CPU rehearsal")
+    p.add_argument("--solutions", type=Path, required=True, help="the solutions: runs/ layout, a mirror, or flat")
+    p.add_argument("--pool", default="h200", help="the pool to create and serve (cpu: a rehearsal without GPU)")
+    p.add_argument("--entrant", default="KernelBench batch")
+    p.add_argument("--passes", type=int, choices=(1, 2), default=2)
+    p.add_argument("--timeout", type=float, default=1500.0, help="seconds for everything, stopping included")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--sample-ms", type=float, default=100.0)
+    p.add_argument("--kernelbench-harness", default="", help="a command timing the same solutions with "
+                   "KernelBench's own harness, run after the passes")
+    p.add_argument("--harness-cwd", type=Path, default=None)
+    p.add_argument("--harness-timeout", type=float, default=1800.0)
+    p.add_argument("--out", type=Path, default=Path("kernelbench_batch.json"))
+    p.add_argument("--logs", type=Path, default=Path("."))
+    args = p.parse_args()
+    if args.kernelbench is None and not args.problems:
+        p.error("give --kernelbench (a KernelBench checkout) or --problems (problem files)")
+    if not args.solutions.is_dir():
+        p.error(f"--solutions {args.solutions} is not a directory")
+    args.solutions, args.out, args.logs = args.solutions.resolve(), args.out.resolve(), args.logs.resolve()
+    if args.kernelbench is not None:
+        args.kernelbench = args.kernelbench.resolve()
+    args.problems = [x.resolve() for x in args.problems]
+    report = run(args)
+    args.out.write_text(json.dumps(report, indent=1, default=str))
+    print_table(report)
+    print(f"report: {args.out}; logs: {args.logs}")
+    finished = all(p["finished"] == p["kernels"] for p in report["passes"]) and bool(report["passes"])
+    return 0 if finished and not report.get("error") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
