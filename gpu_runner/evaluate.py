@@ -267,7 +267,7 @@ def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", 
         run.execute()
         result.accept()
     except Verdict as v:
-        result.refuse(v.verdict, v.message, v.rule, trials_passed=run.trials_passed)
+        result.set_verdict(v.verdict, v.message, v.rule, trials_passed=run.trials_passed)
     finally:
         with run.timed("cleanup"):
             run.cleanup()
@@ -364,7 +364,7 @@ class _Run:
         if escaped:
             self.result.isolation["killed_escaped_processes"] = len(escaped)
         self.result.op_seconds = {s.role: {op: [int(n), round(t, 3)] for op, (n, t) in s.op_seconds.items()}
-                                     for s in self.all_sessions}
+                                  for s in self.all_sessions}
 
     @contextlib.contextmanager
     def _device_lock(self, phase: str, *, shared: bool = False) -> Iterator[None]:

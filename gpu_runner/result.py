@@ -75,8 +75,9 @@ class EvaluationResult:
     def accept(self) -> None:
         self.verdict, self.correct = "accepted", True
 
-    def refuse(self, verdict: str, message: str, rule: str | None, *, trials_passed: bool) -> None:
-        """A verdict other than a plain acceptance: no runtime or speedup is reported with it."""
+    def set_verdict(self, verdict: str, message: str, rule: str | None, *, trials_passed: bool) -> None:
+        """The verdict an evaluation ended with before its end (evaluate.Verdict): with any but `accepted`, no
+        runtime or speedup is reported."""
         if verdict not in contract.VERDICTS:
             raise ValueError(f"unknown verdict {verdict!r}")
         self.verdict, self.message, self.rule = verdict, message, rule

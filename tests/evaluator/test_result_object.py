@@ -43,19 +43,19 @@ def test_a_verdict_other_than_accepted_reports_no_runtime_and_says_whether_the_t
     result = _fresh()
     result.set_timing({"median_us": 3.0})
     result.set_baseline("eager", {"median_us": 100.0}, None)
-    result.refuse("rejected", "rule timing_forged broken: ...", "timing_forged", trials_passed=True)
+    result.set_verdict("rejected", "rule timing_forged broken: ...", "timing_forged", trials_passed=True)
     data = result.to_json()
     assert data["runtime_us"] is None and data["speedup_vs_eager"] is None and data["speedup_vs_compile"] is None
     assert data["eager_us"] == 100.0  # the baseline was measured: it stays
     assert data["correct"] is True and data["rule"] == "timing_forged"
     wrong = _fresh()
-    wrong.refuse("wrong_answer", "output 0 differs", None, trials_passed=True)
+    wrong.set_verdict("wrong_answer", "output 0 differs", None, trials_passed=True)
     assert wrong.to_json()["correct"] is False
     assert Result.from_json(data).rule == "timing_forged"
 
 
 def test_it_refuses_what_the_contract_does_not_know():
     with pytest.raises(ValueError, match="unknown verdict"):
-        _fresh().refuse("fast", "", None, trials_passed=False)
+        _fresh().set_verdict("fast", "", None, trials_passed=False)
     with pytest.raises(ValueError, match="no baseline"):
         _fresh().set_baseline("inductor", {"median_us": 1.0}, None)
