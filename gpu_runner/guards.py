@@ -350,8 +350,27 @@ def _trusted_where() -> str:
         _in_hook = outer
 
 
+def _plain(value: Any) -> Any:
+    """A path or mode as an exact str or bytes (ints and None as they are). The audit hook receives the caller's own
+    object: a str subclass could answer its comparisons, `in` and startswith however it liked, and a path-like
+    object could give another path each time it is asked, while the hook checks one and the call opens another."""
+    if value is None or type(value) in (str, bytes, int):
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bytes):
+        return b"".join([value])
+    if isinstance(value, int):
+        return int.__index__(value)
+    try:
+        return _plain(os.fspath(value))
+    except TypeError:
+        return value
+
+
 def _open_detail(args: tuple[Any, ...]) -> str | None:
     path, mode, flags = (list(args) + [None, None, None])[:3]
+    path, mode = _plain(path), _plain(mode)
     if isinstance(path, int) or path is None:
         return None
     real = os.path.realpath(os.fsdecode(path))
@@ -420,7 +439,10 @@ def _is_linker_cache_query(event: str, args: tuple[Any, ...]) -> bool:
     """`ldconfig -p` (read-only: it lists the dynamic linker's cache), as ctypes.util.find_library runs it."""
     if event != "subprocess.Popen" or len(args) < 2 or not isinstance(args[1], (list, tuple)):
         return False
-    argv = [os.fsdecode(a) if isinstance(a, (str, bytes)) else a for a in args[1]]
+    # The list's own items, each an exact str or bytes (_plain): not what a subclass's iteration or comparison says.
+    raw = args[1]
+    items = list.copy(raw) if isinstance(raw, list) else list(tuple.__iter__(raw))
+    argv = [os.fsdecode(a) if isinstance(a, (str, bytes)) else a for a in map(_plain, items)]
     return len(argv) == 2 and argv[1] == "-p" and isinstance(argv[0], str) and argv[0] in (
         "ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig", "/sbin/ldconfig.real")
 
@@ -524,10 +546,10 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
         if detail is None and event == "open":
             detail = _open_detail(args)
         if detail is None and event in {"os.listdir", "os.scandir", "glob.glob"} and args:
-            target = args[0] if args[0] is not None else "."
+            target = _plain(args[0]) if args[0] is not None else "."
             # The guard's own thread listing (_native_threads, twice a call) is no private directory: resolving
             # it cost some 40 us each time in the solution's process only, which the clock audit's null call
-            # (no hook installed) does not pay.
+            # (no hook installed) does not pay. (An exact str: _plain above.)
             if (not isinstance(target, int) and target != _TASKS_DIR
                     and _is_private(os.path.realpath(os.fsdecode(target)))):
                 detail = _PRIVATE_DETAIL.format(path=os.path.realpath(os.fsdecode(target)))
