@@ -22,39 +22,11 @@ BUDGET_S=${BUDGET_S:-540}
 HEAD_START_US=${HEAD_START_US:-300}
 PROBLEM=tests/exploits/problems/relu_small_cuda.py
 
-log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$OUT/side_streams.log"; }
-
-# step NAME SECONDS OUTFILE COMMAND...: COMMAND's stdout to $OUT/OUTFILE, under a timeout of SECONDS (never past
-# the budget); its stderr's tail to steps.log.
-step() {
-  local name=$1 seconds=$2 outfile=$3; shift 3
-  local left=$((BUDGET_S - SECONDS - 5))
-  [ "$seconds" -gt "$left" ] && seconds=$left
-  if [ "$seconds" -lt 20 ]; then log "$name: skipped, ${left} s left of the budget"; return; fi
-  log "$name: start (${seconds} s)"
-  timeout -k 10 -s TERM "$seconds" "$@" > "$OUT/$outfile" 2> "$OUT/$name.stderr"
-  local rc=$?
-  log "$name: rc $rc"
-  { echo "===== $name (rc $rc)"; grep -v '^kernelhub: stage' "$OUT/$name.stderr" | tail -n 40 | cut -c1-600; } \
-    >> "$OUT/steps.log"
-}
+RUN_LOG=side_streams.log
+. scripts/gpu/steps.sh
 
 EVALUATE=(-m gpu_runner evaluate --problem "$PROBLEM" --device cuda --seed 1 --json --solution)
 SOLUTIONS=tests/exploits/solutions
-
-verdict() {  # what a verdict file says, in one line
-  $PY - "$OUT/$1" <<'EOF' | tee -a "$OUT/side_streams.log"
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print(f"{sys.argv[1]}: no verdict ({e})"); sys.exit()
-t = r.get("checks", {}).get("timing", {})
-print(f"{sys.argv[1].rsplit('/', 1)[-1]}: {r.get('verdict')} / {r.get('rule')}: runtime {r.get('runtime_us')} us, "
-      f"eager {r.get('eager_us')}, compile {r.get('compile_us')}, kernel {r.get('kernel_time_us')}, "
-      f"message {str(r.get('message') or r.get('error'))[:300]!r}")
-EOF
-}
 
 if [ -z "${SKIP_PROBE:-}" ]; then
 step probe_default 60 side_streams_default.txt \
@@ -79,5 +51,4 @@ step fidelity_add_one_connection 200 fidelity_add_one_connection.txt \
   env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=1 $PY benchmarks/timing_fidelity.py --device cuda --only add_small --deadline-s 170 \
   --out "$OUT/fidelity_add_one_connection.json"
 log "done"
-(cd "$OUT" && tar czf side_streams.tar.gz --exclude side_streams.log --exclude side_streams.tar.gz \
-  --exclude machine.txt --exclude install.log --remove-files ./*)
+pack side_streams

@@ -1,0 +1,41 @@
+# Sourced by the scripts of scripts/gpu/ that run a list of steps under one budget (side_streams.sh,
+# audit_gap.sh), after host_env.sh. Needs OUT, PY, BUDGET_S and RUN_LOG (the run's log file name under $OUT).
+#   log TEXT                               a timestamped line to $OUT/$RUN_LOG and the terminal
+#   step NAME SECONDS OUTFILE COMMAND...   COMMAND's stdout to $OUT/OUTFILE under a timeout of SECONDS (never past
+#                                          the budget), its stderr's tail to $OUT/steps.log
+#   verdict FILE                           what an evaluator's JSON under $OUT says, in one line
+#   pack NAME                              everything under $OUT but the run's log and machine.txt into NAME.tar.gz
+#                                          (a GPU call returns only a handful of files)
+
+log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$OUT/$RUN_LOG"; }
+
+step() {
+  local name=$1 seconds=$2 outfile=$3; shift 3
+  local left=$((BUDGET_S - SECONDS - 5))
+  [ "$seconds" -gt "$left" ] && seconds=$left
+  if [ "$seconds" -lt 20 ]; then log "$name: skipped, ${left} s left of the budget"; return; fi
+  log "$name: start (${seconds} s)"
+  timeout -k 10 -s TERM "$seconds" "$@" > "$OUT/$outfile" 2> "$OUT/$name.stderr"
+  local rc=$?
+  log "$name: rc $rc"
+  { echo "===== $name (rc $rc)"; grep -v '^kernelhub: stage' "$OUT/$name.stderr" | tail -n 40 | cut -c1-600; } \
+    >> "$OUT/steps.log"
+}
+
+verdict() {
+  $PY - "$OUT/$1" <<'PYEOF' | tee -a "$OUT/$RUN_LOG"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"{sys.argv[1]}: no verdict ({e})"); sys.exit()
+print(f"{sys.argv[1].rsplit('/', 1)[-1]}: {r.get('verdict')} / {r.get('rule')}: runtime {r.get('runtime_us')} us, "
+      f"eager {r.get('eager_us')}, compile {r.get('compile_us')}, kernel {r.get('kernel_time_us')}, "
+      f"message {str(r.get('message') or r.get('error'))[:300]!r}")
+PYEOF
+}
+
+pack() {
+  (cd "$OUT" && tar czf "$1.tar.gz" --exclude "$RUN_LOG" --exclude "$1.tar.gz" --exclude machine.txt \
+    --exclude install.log --remove-files ./*)
+}
