@@ -434,7 +434,8 @@ class _Loop:
         cpu_us = busiest_thread_us(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else 0.0
         faults = faults_between(cpu0, cpu1) if cpu0 is not None and cpu1 is not None else None
         before, self.phases = self.phases, reply.get("phases_us")
-        self.run_phases = _phase_delta(before, self.phases)
+        # (None on the first request: the child's totals then hold its warm-up and calibrations too.)
+        self.run_phases = _phase_delta(before, self.phases) if before is not None else None
         windows = validate_times(reply.get("times_us"), len(positions))
         heads = _head_starts(reply.get("head_start_cycles"), len(positions))
         run_tails: list[float | None] = [None] * len(positions)

@@ -65,6 +65,8 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
         # Still running when the kill lands: an evaluation that ended meanwhile (a verdict) would test nothing.
         assert victim.poll() is None, (f"the evaluation ended before the kill (exit {victim.returncode}): "
                                        f"{verdict_file.read_text()[-2000:]}")
+        # And any child started since (the compile baseline's, had timing ended): each must be gone too.
+        children = sorted(set(children) | {p.pid for p in psutil.Process(victim.pid).children(recursive=True)})
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(timeout=10)
     finally:
