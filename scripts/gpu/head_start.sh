@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The head start on trial (gpu_runner/child.py, HEAD_START_VAR): with evaluator 1.6.2's cheaper guard, is an honest
+# short solution's window its kernel's time, is it accepted by the clock audit, and does one hardware queue still
+# keep side-stream work inside the window? On a GPU host, each step under its own timeout, never past BUDGET_S
+# (default 560), with the head start at HEAD_START_US (default 300) and the children's one connection as shipped:
+#   1. timing_fidelity.py on CASES (default add_small,relu_scale_bias,row_mean), built at once, with the audit's
+#      samples: plain events beside the evaluator for eager, compile and solution
+#   2. the evaluator on relu_small_cuda: the honest CUDA ReLU, then the side-stream exploit (its kernel on a
+#      stream of its own, which ran during the spin with the driver's default connections on 2026-12-02 11:58)
+# Carry: .whl and .carry (scripts/gpu/carry.sh). Writes under $OUT: head_start.log (each step's rc, table rows and
+# verdicts) and head_start.tar.gz (the JSONs, steps.log). DEVICE=cpu rehearses step 1 with the bundled CPU case.
+set -u
+cd "$(dirname "$0")/../.."
+. scripts/gpu/host_env.sh
+BUDGET_S=${BUDGET_S:-560}
+DEVICE=${DEVICE:-cuda}
+CASES=${CASES:-add_small,relu_scale_bias,row_mean}
+if [ "$DEVICE" = cpu ]; then CASES="gelu_erf"; fi
+RUN_LOG=head_start.log
+. scripts/gpu/steps.sh
+export KERNELHUB_AUDIT_SAMPLES=1 KERNELHUB_HEAD_START_MAX_US=${HEAD_START_US:-300}
+log "head start up to $KERNELHUB_HEAD_START_MAX_US us a call; cases $CASES"
+
+NCASES=$(echo "$CASES" | tr ',' '\n' | wc -l)
+step fidelity 340 fidelity.txt $PY benchmarks/timing_fidelity.py --device "$DEVICE" --only "$CASES" \
+  --prepare "$NCASES" --deadline-s 320 --out "$OUT/fidelity.json"
+grep -h "^| " "$OUT/fidelity.txt" 2>/dev/null | tee -a "$OUT/$RUN_LOG"
+grep -h "verdict\|prepared" "$OUT/fidelity.stderr" 2>/dev/null | tail -8 | tee -a "$OUT/$RUN_LOG"
+
+if [ "$DEVICE" = cuda ]; then
+  EVALUATE=(-m gpu_runner evaluate --problem tests/exploits/problems/relu_small_cuda.py --device cuda --seed 1 --json
+            --solution)
+  step honest_relu 120 honest_relu.json $PY "${EVALUATE[@]}" tests/exploits/solutions/honest_relu_cuda.py
+  verdict honest_relu.json
+  step side_stream 100 side_stream.json $PY "${EVALUATE[@]}" tests/exploits/solutions/side_stream_cuda.py
+  verdict side_stream.json
+fi
+log "done"
+pack head_start
