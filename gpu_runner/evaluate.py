@@ -913,8 +913,9 @@ class _Run:
                     raise Verdict("runtime_error", f"{where}: no output was saved")
                 with self.timed("timing_checks_solution"):
                     got = self._read(sol, files[str(pos)], where)
-                self._compare(expected, got, f"{where} (checked during timing; each timed call gets changed "
-                                             "inputs, so a result cached from an earlier call is wrong)")
+                with self.timed("timing_checks_compare"):
+                    self._compare(expected, got, f"{where} (checked during timing; each timed call gets changed "
+                                                 "inputs, so a result cached from an earlier call is wrong)")
                 (sol.workdir / files[str(pos)]).unlink(missing_ok=True)
 
         policy = self._load_fields("solution")["policy"]
