@@ -26,11 +26,12 @@ export KERNELHUB_AUDIT_SAMPLES=1 KERNELHUB_HEAD_START_MAX_US=0
 step guard_cost 60 guard_cost.txt $PY benchmarks/guard_cost.py --device "$DEVICE" --out "$OUT/guard_cost.json"
 step add_one_queue 200 add_one_queue.txt env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=1 \
   $PY benchmarks/timing_fidelity.py --device "$DEVICE" --only "$ADD" --deadline-s 170 --out "$OUT/add_one_queue.json"
-grep -h "^| \|verdict" "$OUT/add_one_queue.txt" 2>/dev/null | tail -6 | tee -a "$OUT/$RUN_LOG"
+rows add_one_queue add_one_queue.txt
 step add_eight_queues 150 add_eight_queues.txt env KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS=8 \
   $PY benchmarks/timing_fidelity.py --device "$DEVICE" --only "$ADD" --deadline-s 120 --out "$OUT/add_eight_queues.json"
-grep -h "^| \|verdict" "$OUT/add_eight_queues.txt" 2>/dev/null | tail -6 | tee -a "$OUT/$RUN_LOG"
+rows add_eight_queues add_eight_queues.txt
 step cases 300 cases.txt $PY benchmarks/timing_fidelity.py --device "$DEVICE" --only "$CASES" --prepare 2 \
   --deadline-s 270 --out "$OUT/cases.json"
+rows cases cases.txt
 log "done"
 pack audit_gap

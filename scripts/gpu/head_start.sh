@@ -24,8 +24,7 @@ log "head start up to $KERNELHUB_HEAD_START_MAX_US us a call; cases $CASES"
 NCASES=$(echo "$CASES" | tr ',' '\n' | wc -l)
 step fidelity 340 fidelity.txt $PY benchmarks/timing_fidelity.py --device "$DEVICE" --only "$CASES" \
   --prepare "$NCASES" --deadline-s 320 --out "$OUT/fidelity.json"
-grep -h "^| " "$OUT/fidelity.txt" 2>/dev/null | tee -a "$OUT/$RUN_LOG"
-grep -h "verdict\|prepared" "$OUT/fidelity.stderr" 2>/dev/null | tail -8 | tee -a "$OUT/$RUN_LOG"
+rows fidelity fidelity.txt
 
 if [ "$DEVICE" = cuda ]; then
   EVALUATE=(-m gpu_runner evaluate --problem tests/exploits/problems/relu_small_cuda.py --device cuda --seed 1 --json

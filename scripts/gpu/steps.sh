@@ -1,9 +1,11 @@
-# Sourced by the scripts of scripts/gpu/ that run a list of steps under one budget (side_streams.sh,
+# Sourced by the scripts of scripts/gpu/ that run a list of steps under one budget (side_streams.sh, head_start.sh,
 # audit_gap.sh), after host_env.sh. Needs OUT, PY, BUDGET_S and RUN_LOG (the run's log file name under $OUT).
 #   log TEXT                               a timestamped line to $OUT/$RUN_LOG and the terminal
 #   step NAME SECONDS OUTFILE COMMAND...   COMMAND's stdout to $OUT/OUTFILE under a timeout of SECONDS (never past
 #                                          the budget), its stderr's tail to $OUT/steps.log
 #   verdict FILE                           what an evaluator's JSON under $OUT says, in one line
+#   rows NAME OUTFILE                      a timing_fidelity.py step's table rows ($OUT/OUTFILE) and its cases'
+#                                          verdicts (its stderr) to the run's log
 #   pack NAME                              everything under $OUT but the run's log and machine.txt into NAME.tar.gz
 #                                          (a GPU call returns only a handful of files)
 
@@ -33,6 +35,11 @@ print(f"{sys.argv[1].rsplit('/', 1)[-1]}: {r.get('verdict')} / {r.get('rule')}: 
       f"eager {r.get('eager_us')}, compile {r.get('compile_us')}, kernel {r.get('kernel_time_us')}, "
       f"message {str(r.get('message') or r.get('error'))[:300]!r}")
 PYEOF
+}
+
+rows() {
+  { grep -h "^| " "$OUT/$2" 2>/dev/null; grep -h "verdict\|prepared" "$OUT/$1.stderr" 2>/dev/null | tail -8; } \
+    | tee -a "$OUT/$RUN_LOG"
 }
 
 pack() {
