@@ -209,10 +209,11 @@ class AuditEntry(NamedTuple):
     calls: int = 1  # the calls of the request (a run's): the figures above are per call
 
 
-def _fresh_positions(rng: random.Random, batch: int, run_calls: int) -> set[int]:
-    """Which calls of a batch regenerate their set (FRESH_ONE_IN of them): at random positions, or, where calls go
-    in runs, a block at a random place, so that the other runs hold none (they are the audited ones)."""
-    count = -(-batch // FRESH_ONE_IN)
+def _fresh_positions(rng: random.Random, batch: int, run_calls: int, half: bool = False) -> set[int]:
+    """Which calls of a batch regenerate their set (FRESH_ONE_IN of them; half of them where `half`): at random
+    positions, or, where calls go in runs, a block at a random place, so that the other runs hold none (they are
+    the audited ones)."""
+    count = max(-(-batch // FRESH_ONE_IN), batch // 2 if half else 0)
     if run_calls <= 1:
         return set(rng.sample(range(batch), k=count))
     start = rng.randrange(batch - count + 1)
@@ -321,13 +322,21 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     budget_end = time.monotonic() + BUDGET_S[device]
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
     batch = min(10, longest)
+    # Outputs so large that a batch keeps fewer than 2 x FRESH_MIN_CALLS of them (gigabytes each: every batch
+    # ends in a check that moves a whole output, seconds each): the loop's exit rule is met in calls, not batches.
+    # Half of each batch regenerates its set, so the fresh-input comparison has its calls of both kinds in a few
+    # batches, and the op record's warm-up is the first batch rather than RECORD_FIRST calls (with batches of 2
+    # it had been four batches whose calls the statistics leave out). Where batches are long, nothing changes.
+    short = longest < 2 * FRESH_MIN_CALLS
+    if short:
+        loop.record_first = min(RECORD_FIRST, batch)
     run_calls = run_length(device)
     while True:
         batch_start = time.monotonic()
         if loop.awake:
             session.request("ping", stay_awake_s=loop.awake)
         order = [rng.randrange(n_sets) for _ in range(batch)]
-        fresh_positions = _fresh_positions(rng, batch, run_calls)
+        fresh_positions = _fresh_positions(rng, batch, run_calls, half=short)
         perturb = _changes(rng, batch, fresh_positions, perturbable)
         batch_times: list[float] = []
         recorded: list[bool] = []
@@ -398,6 +407,7 @@ class _Loop:
         # The solution's timing: outputs kept for the checks, and the guard's op record in play.
         self.checked_side = check_batch is not None
         self.tail_allowance_us = tail_allowance_us
+        self.record_first = RECORD_FIRST  # the calls the op record runs on first (fewer where batches are short)
         self.rng = random.SystemRandom()
         self.awake = AWAKE_S.get(device, 0.0)
         self.times: list[float] = []  # the calls the statistics are taken over
@@ -422,7 +432,7 @@ class _Loop:
         runs (RECORD_FIRST calls) and then one in RECORD_ONE_IN. Recorded runs cost the harness more and are left
         out of the audit. Returns the calls' times and whether the run was recorded."""
         first = positions[0]
-        record = self.calls + first < RECORD_FIRST or self.rng.randrange(RECORD_ONE_IN) == 0
+        record = self.calls + first < self.record_first or self.rng.randrange(RECORD_ONE_IN) == 0
         cpu0 = self.cpu_clock() if self.cpu_clock is not None else None
         t0 = time.perf_counter()
         reply = self.session.request("time_batch", order=[order[p] for p in positions], keep=self.checked_side,

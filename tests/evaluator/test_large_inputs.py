@@ -39,6 +39,10 @@ def test_it_accepts_an_honest_solution_over_a_2_gib_input(tmp_path):
     assert plan["fits"] and plan["n_sets"] == 1 and plan["expected"] == "on_demand", plan
     assert plan["keep_outputs"] >= 2
     assert result["checks"]["timing_input_sets"] == 1
+    # Each trial's expected outputs computed once: trial 0's are kept for the solution's first trial (on demand the
+    # others are computed when their turn comes), and one more run for the determinism check.
+    trials = result["checks"]["trials"]
+    assert result["op_seconds"]["eager"]["trial"][0] == trials + 1, result["op_seconds"]["eager"]
 
 
 def test_it_refuses_a_problem_larger_than_the_host_memory_in_seconds(tmp_path):
