@@ -19,6 +19,7 @@ import math
 import os
 import random
 import shutil
+import stat
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from gpu_runner import (
     correctness,
     formats,
     gpulock,
+    ipc,
     limits,
     memory_plan,
     precision,
@@ -56,6 +58,13 @@ MIN_SETS, MAX_SETS = 2, 16  # with memory to spare; the memory plan goes down to
 # A trusted child's output file over this size is mapped by the parent, not copied into its memory.
 MMAP_OVER = 64 << 20
 MAX_BUILDS = 8
+# Outputs moved through device memory lent to the child (gpu_runner/ipc.py) rather than files: on a GPU, where the
+# trials' expected outputs are too large to keep (memory_plan.EXPECTED_IN_MEMORY_BYTES: some 170 MiB an output
+# and more). KERNELHUB_OUTPUT_IPC=0 turns it off (files, as before).
+IPC_VAR = "KERNELHUB_OUTPUT_IPC"
+# The requests whose replies name saved outputs: the slot is poisoned before each.
+SAVING_OPS = frozenset({"trial", "save_batch", "profile", "replay", "set_outputs"})
+SLOT_MARGIN = 64 * ipc.ALIGN  # room for the alignment of an output's tensors in a slot
 # The second metric (CUDA Agent's, _kernel_time): warm-up calls, then profiled calls.
 KERNEL_TIME_WARMUP, KERNEL_TIME_CALLS = 5, 10
 
@@ -137,6 +146,7 @@ class Session:
         self.lock_wait_s = 0.0  # spent by the parent waiting for the host's GPU lock: not the child's time
         # Per op: [requests, seconds by the parent's clock, build time excluded]: where an evaluation's time goes.
         self.op_seconds: dict[str, list[float]] = {}
+        self.slot: ipc.Slot | None = None  # device memory lent to the child for its outputs (lend_slot)
 
     def begin(self, on_build: Callable[[Any], dict[str, Any]] | None) -> None:
         """A pre-started child takes its job: its life is counted from now (gpu_runner/warm.py)."""
@@ -154,6 +164,8 @@ class Session:
 
     def _request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
         channel = self.child.channel
+        if self.slot is not None and op in SAVING_OPS:
+            self.slot.poison()  # what the child leaves out reads as NaN, not as an earlier output
         try:
             channel.send({"op": op, **fields})
         except ChannelClosed:
@@ -188,8 +200,40 @@ class Session:
             return msg
 
     def tensors(self, name: Any, *, trusted: bool = False) -> list[Any]:
-        """The tensors the child saved as `name`; a trusted child's large files are mapped (protocol.py)."""
+        """The tensors the child saved as `name`: copied out of the lent slot where the file is its marker
+        (ipc.py), else read from the file; a trusted child's large files are mapped (protocol.py)."""
+        if self.slot is not None and isinstance(name, str) and "/" not in name and not name.startswith("."):
+            marker, raw = False, b""
+            try:
+                # A regular file only (not a link, not a FIFO that would block the read); else load_tensors says
+                # what is wrong with it.
+                if stat.S_ISREG(os.lstat(self.workdir / name).st_mode):
+                    fd = os.open(self.workdir / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                    with os.fdopen(fd, "rb") as fh:
+                        raw = fh.read(len(ipc.MAGIC))
+                        marker = raw == ipc.MAGIC
+                        raw += fh.read(ipc.MAX_MARKER_BYTES) if marker else b""
+            except OSError:
+                marker = False
+            if marker:
+                try:
+                    return self.slot.read(ipc.read_marker(raw))
+                except (ipc.IpcError, ValueError) as e:
+                    raise ProtocolError(f"output {name} in the lent device memory could not be read: {e}") from None
         return load_tensors(self.workdir, name, max_bytes=MAX_OUTPUT_FILE, mmap_over=MMAP_OVER if trusted else None)
+
+    def lend_slot(self, nbytes: int) -> dict[str, Any]:
+        """Lend the child `nbytes` of device memory for its outputs (ipc.py); what came of it, for the result."""
+        try:
+            slot = ipc.Slot(nbytes)
+        except Exception as e:  # noqa: BLE001 - no CUDA IPC here: files serve
+            return {"way": "files", "why": f"no slot: {str(e)[:300]}"}
+        reply = self.request("ipc_slot", **slot.offer())
+        if not reply.get("mapped"):
+            slot.free()
+            return {"way": "files", "why": f"the child could not map the slot: {str(reply.get('why'))[:300]}"}
+        self.slot = slot
+        return {"way": "cuda_ipc", "slot_bytes": nbytes}
 
     def close(self) -> list[int]:
         try:
@@ -197,7 +241,11 @@ class Session:
                 self.child.channel.send({"op": "exit"})
         except ChannelClosed:
             pass
-        return sandbox.kill(self.child)
+        killed = sandbox.kill(self.child)
+        if self.slot is not None:
+            self.slot.free()  # after the child is gone: nothing maps it any more
+            self.slot = None
+        return killed
 
 
 def _derived_seed(seed: int, what: str, i: int) -> int:
@@ -500,6 +548,9 @@ class _Run:
         with self.timed("wait_for_reference"):
             self.ref_thread.join()
         self.stage("checking")
+        if self.expected_mode == "on_demand":
+            # A check moves up to this many outputs in one request (save_batch).
+            self._lend(sol, self.output_bytes * self._checks_per_batch(self.output_bytes) + SLOT_MARGIN)
         if self.expected_mode == "memory":
             # The reference makes its timing input sets while the solution's trials run: nothing is timed yet.
             self.ref_thread = _Background(self._timed_reference_sets)
@@ -602,7 +653,22 @@ class _Run:
             child_limits=(_limits(self.device, "eager").memory_bytes, _limits(self.device).memory_bytes),
             n_trials=N_TRIALS,
             sets_wanted=max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.device] // per_set)),
-            keep_wanted=timing.batch_limits(self.device, output_bytes)[0], tmpfs_work=_tmpfs(sandbox.work_base()))
+            keep_wanted=timing.batch_limits(self.device, output_bytes)[0], tmpfs_work=_tmpfs(sandbox.work_base()),
+            lent_outputs=1 + self._checks_per_batch(output_bytes) if self._ipc_on() else 0)
+
+    def _ipc_on(self) -> bool:
+        return self.device == "cuda" and os.environ.get(IPC_VAR, "1") != "0"
+
+    def _checks_per_batch(self, output_bytes: int) -> int:
+        return timing.batch_limits(self.device, output_bytes)[1]
+
+    def _lend(self, s: Session, nbytes: int) -> None:
+        """Device memory for a child's outputs (ipc.py), where they are too large to keep (on demand); the way
+        each child's outputs went, in checks.output_transfer."""
+        if not self._ipc_on() or nbytes <= 0:
+            return
+        with self.timed("output_slots"):
+            self.result.checks.setdefault("output_transfer", {})[s.role] = s.lend_slot(nbytes)
 
     def _reference_outputs_held(self) -> None:
         ref = self.reference
@@ -615,6 +681,10 @@ class _Run:
         if remembered is not None:
             data = remembered
         else:
+            sizes = getattr(self, "sizes_before_trials", None)
+            o_b = int(sizes.get("output_bytes") or 0) if sizes else 0
+            if (N_TRIALS + 1) * o_b > memory_plan.EXPECTED_IN_MEMORY_BYTES:
+                self._lend(ref, o_b + SLOT_MARGIN)  # one output a request
             with self.timed("reference_trials"):
                 data = self._reference_trials(ref)
             if self.pool is not None and data.expected_mode == "memory":
@@ -679,8 +749,9 @@ class _Run:
                 self._check_deterministic(ref, s, outputs, structure)
             perturbable = reply["perturbable"] if self.meta.get("perturb_timed_inputs", True) else []
             input_bytes, output_bytes = int(reply["input_bytes"]), int(reply["output_bytes"])
-            if i == 0 and self.expected_mode == "on_demand":
-                expected[0] = ground_truth[0] = None  # not kept either: computed again when its turn comes
+            # On demand, trial 0's outputs are the one set kept: the solution's first trial compares with them,
+            # and the parent holds no more at a time than the determinism check just did (two). Computing them
+            # again had been a whole reference trial of a 6 GiB problem. _trials lets them go once used.
         return ReferenceData(
             trial_seeds=tuple(trial_seeds), sample_seeds=tuple(sample_seeds), expected=tuple(expected),
             ground_truth=tuple(ground_truth), fp64_notes=tuple(self.fp64_notes), structure=structure,
@@ -824,6 +895,8 @@ class _Run:
             expected = self._expected_trial(i)
             self._compare(expected, got, where)
             check.add(expected, self.ground_truth[i], got, self.sample_seeds[i])
+            if self.expected_mode == "on_demand":
+                self.expected[i] = None  # at most one trial's expected outputs held at a time
             del expected
             del got
             changed = reply.get("changed_inputs")

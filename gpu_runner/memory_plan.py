@@ -183,10 +183,12 @@ def _gib(n: float) -> str:
 def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | None, source: str,
          host: dict[str, Any], gpu: dict[str, Any], child_limits: tuple[int | None, int | None], n_trials: int,
          sets_wanted: int,
-         keep_wanted: int, tmpfs_work: bool) -> Plan:
+         keep_wanted: int, tmpfs_work: bool, lent_outputs: int = 0) -> Plan:
     """The plan for one evaluation; `sets_wanted` and `keep_wanted` are what the evaluator would use with memory
     to spare (its byte budgets), reduced here until the evaluation fits. child_limits: the address-space limits of
-    the reference's and the solution's child (None: none, on a GPU)."""
+    the reference's and the solution's child (None: none, on a GPU). lent_outputs: on a GPU, the outputs the device
+    memory lent to the children holds where the expected outputs are computed on demand (gpu_runner/ipc.py:
+    outputs move there, not through files and host memory)."""
     ref_limit, sol_limit = child_limits
     i_b, o_b = max(0, input_bytes), max(0, output_bytes)
     # The reference's own peak: what one call holds (inputs, output, temporaries); at least inputs + output.
@@ -211,13 +213,16 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
         # page cache on a disk, memory on tmpfs), and the trials' expected outputs when they are kept.
         parent = o_b + (n_trials * o_b if expected == "memory" else 0)
         files = 2 * o_b if tmpfs_work else 0  # the two output files being read, when the work base is tmpfs
+        lent = lent_outputs * o_b if not cpu and expected == "on_demand" else 0
+        if lent:
+            parent = files = 0  # outputs go through the lent device memory
         out = {"reference_child": ref + (CHILD_BASE_BYTES if cpu else 0),
                "solution_child": sol + (CHILD_BASE_BYTES if cpu else 0)}
         if cpu:
             out["host"] = ref + sol + 2 * CHILD_RSS_BYTES + parent + files
         else:
             # On a GPU the children's tensors are on the device; the parent compares there (both outputs).
-            out["device"] = ref + sol + 2 * o_b + 3 * CUDA_PROCESS_BYTES
+            out["device"] = ref + sol + 2 * o_b + lent + 3 * CUDA_PROCESS_BYTES
             out["host"] = parent + files
         return out
 

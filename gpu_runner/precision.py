@@ -103,9 +103,10 @@ def _add(acc: _Sums, sol: torch.Tensor, ref32: torch.Tensor, truth: torch.Tensor
     time: float64 temporaries of one chunk only. Elements where any of the three is NaN or Inf are left out:
     the ordinary comparison has already required NaN and Inf to sit at the same places."""
     for start in range(0, truth.numel(), chunk):
-        sd = sol[start:start + chunk].to(torch.float64)
-        rd = ref32[start:start + chunk].to(torch.float64)
-        td = truth[start:start + chunk].to(torch.float64)
+        # On the CPU, whichever device each came from (outputs lent through device memory are on the GPU).
+        sd = sol[start:start + chunk].to(device="cpu", dtype=torch.float64)
+        rd = ref32[start:start + chunk].to(device="cpu", dtype=torch.float64)
+        td = truth[start:start + chunk].to(device="cpu", dtype=torch.float64)
         finite = torch.isfinite(sd) & torch.isfinite(rd) & torch.isfinite(td)
         if not bool(finite.all()):
             sd, rd, td = sd[finite], rd[finite], td[finite]

@@ -1,0 +1,241 @@
+"""Outputs moved from a child to the evaluator on the GPU, through CUDA IPC, instead of through files (issue 13).
+
+A file costs a 6 GiB output two copies across the bus and two through host memory: 12.6-16.9 s a transfer on the
+H200 host, where CUDA IPC from a child started by the evaluator's own sandbox took 3 ms
+(benchmarks/output_transfer.py, docs/BENCHMARKS.md). So where outputs are that large, the evaluator lends each
+child a slot: device memory it allocates itself (cuMemAlloc, outside torch's caching allocator, so that the
+handle it hands out reaches this slot and nothing else of the evaluator's), exported with cuIpcGetMemHandle.
+The child maps it once; when it saves outputs it copies them into the slot and writes, in place of the tensor
+file, a small marker (MAGIC, then JSON: each tensor's shape, dtype, offset and size). The evaluator reads the
+marker, copies each tensor out of the slot into a tensor of its own, and compares that one.
+
+Why this way round (the evaluator's memory mapped in the child, not the child's in the evaluator): a handle the
+evaluator opened could name any exported allocation, the trusted reference's expected output included, which a
+forged handle would have the evaluator compare with itself. Here the child can only write into memory lent to it.
+What it writes there is its output, as a file's bytes were; the slot is filled with 0xFF bytes (NaN in every
+float format) before each request that saves into it, so an output the child leaves out reads as NaN, not as an
+earlier call's output.
+
+Where the child cannot map the slot (no IPC on the host), the evaluator takes it back and the files serve, and
+the result says why (checks.output_transfer).
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+from typing import Any
+
+MAGIC = b"KHIPC1\n"
+HANDLE_BYTES = 64  # CUipcMemHandle
+ALIGN = 512  # each tensor's offset in a slot
+MAX_ENTRIES = 256
+MAX_MARKER_BYTES = 1 << 20
+_LAZY_ENABLE_PEER_ACCESS = 1
+# The dtypes a marker may name (as str(torch.dtype) spells them).
+DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+          "complex64", "complex128", "float8_e4m3fn", "float8_e5m2")
+
+
+class IpcError(RuntimeError):
+    pass
+
+
+class _Handle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * HANDLE_BYTES)]
+
+
+class _Driver:
+    """The few CUDA driver calls this needs, through ctypes (the driver's newest versioned entry points)."""
+
+    def __init__(self) -> None:
+        try:
+            self.lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            raise IpcError(f"no CUDA driver library ({e})") from None
+
+    def fn(self, name: str) -> Any:
+        for suffix in ("_v2", ""):
+            f = getattr(self.lib, name + suffix, None)
+            if f is not None:
+                return f
+        raise IpcError(f"the CUDA driver has no {name}")
+
+    def call(self, name: str, *args: Any) -> None:
+        rc = self.fn(name)(*args)
+        if rc != 0:
+            raise IpcError(f"{name} failed (CUDA driver error {rc})")
+
+
+_driver: _Driver | None = None
+
+
+def driver() -> _Driver:
+    global _driver
+    if _driver is None:
+        _driver = _Driver()
+    return _driver
+
+
+def _bind_context() -> None:
+    """Make the device's primary context (torch's) current on this thread, for the driver calls that follow."""
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def layout(sizes: list[int]) -> list[int]:
+    """Offsets for tensors of these byte sizes, one after another, each at a multiple of ALIGN."""
+    offsets, at = [], 0
+    for n in sizes:
+        offsets.append(at)
+        at += -(-n // ALIGN) * ALIGN
+    return offsets
+
+
+def slot_bytes_needed(sizes: list[int]) -> int:
+    return layout(sizes + [0])[-1]
+
+
+class Slot:
+    """The evaluator's side: device memory lent to one child."""
+
+    def __init__(self, nbytes: int) -> None:
+        if nbytes <= 0:
+            raise IpcError("an empty slot")
+        _bind_context()
+        d = driver()
+        self.nbytes = int(nbytes)
+        ptr = ctypes.c_uint64()
+        d.call("cuMemAlloc", ctypes.byref(ptr), ctypes.c_size_t(self.nbytes))
+        self.ptr = ptr.value
+        try:
+            handle = _Handle()
+            d.call("cuIpcGetMemHandle", ctypes.byref(handle), ctypes.c_uint64(self.ptr))
+            self.handle = ctypes.string_at(ctypes.addressof(handle), HANDLE_BYTES)
+        except IpcError:
+            self.free()
+            raise
+
+    def offer(self) -> dict[str, Any]:
+        """What the child needs to map the slot (child.op_ipc_slot)."""
+        return {"handle": base64.b64encode(self.handle).decode(), "nbytes": self.nbytes}
+
+    def poison(self) -> None:
+        """0xFF bytes over the whole slot: NaN in every float format."""
+        if not self.ptr:
+            return
+        _bind_context()
+        driver().call("cuMemsetD8", ctypes.c_uint64(self.ptr), ctypes.c_ubyte(0xFF), ctypes.c_size_t(self.nbytes))
+        import torch
+
+        torch.cuda.synchronize()
+
+    def read(self, entries: Any) -> list[Any]:
+        """Copies of the tensors a marker names, in tensors of this process's own (IpcError where the marker is
+        malformed or names bytes outside the slot)."""
+        import torch
+
+        specs = _validate(entries, self.nbytes)
+        _bind_context()
+        out = []
+        for shape, dtype, offset, nbytes in specs:
+            t = torch.empty(shape, dtype=dtype, device="cuda")
+            if nbytes:
+                driver().call("cuMemcpyDtoD", ctypes.c_uint64(t.data_ptr()), ctypes.c_uint64(self.ptr + offset),
+                              ctypes.c_size_t(nbytes))
+            out.append(t)
+        torch.cuda.synchronize()
+        return out
+
+    def free(self) -> None:
+        if self.ptr:
+            try:
+                _bind_context()
+                driver().call("cuMemFree", ctypes.c_uint64(self.ptr))
+            except Exception:  # noqa: BLE001 - a context already torn down frees it with the process
+                pass
+            self.ptr = 0
+
+
+def _validate(entries: Any, slot_nbytes: int) -> list[tuple[list[int], Any, int, int]]:
+    import torch
+
+    if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
+        raise IpcError("the marker does not hold a list of tensors")
+    specs = []
+    for e in entries:
+        if not isinstance(e, dict):
+            raise IpcError("the marker holds something other than a tensor entry")
+        shape, dtype_name, offset, nbytes = e.get("shape"), e.get("dtype"), e.get("offset"), e.get("nbytes")
+        if (not isinstance(shape, list) or len(shape) > 16
+                or not all(type(s) is int and 0 <= s < (1 << 40) for s in shape)):
+            raise IpcError(f"the marker names an impossible shape {shape!r:.100}")
+        if dtype_name not in DTYPES:
+            raise IpcError(f"the marker names an unknown dtype {dtype_name!r:.40}")
+        dtype = getattr(torch, dtype_name)
+        numel = 1
+        for s in shape:
+            numel *= s
+        if type(offset) is not int or type(nbytes) is not int or offset < 0 or offset % ALIGN:
+            raise IpcError("the marker names an impossible place in the slot")
+        if nbytes != numel * torch.empty((), dtype=dtype).element_size() or offset + nbytes > slot_nbytes:
+            raise IpcError(f"the marker names {nbytes} bytes at {offset}, which do not fit its shape and dtype or "
+                           f"the slot's {slot_nbytes} bytes")
+        specs.append((shape, dtype, offset, nbytes))
+    return specs
+
+
+def read_marker(raw: bytes) -> Any:
+    """A marker file's entries (raw: the file's bytes; ValueError where it is not a marker)."""
+    if not raw.startswith(MAGIC):
+        raise ValueError("not a marker")
+    try:
+        return json.loads(raw[len(MAGIC):].decode())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise IpcError("the marker is not valid JSON") from None
+
+
+class Mapped:
+    """The child's side: the slot the evaluator lent, mapped into this process. Created with the driver functions
+    resolved before any solution code runs (child.Harness keeps this object)."""
+
+    def __init__(self, offer: dict[str, Any]) -> None:
+        raw = base64.b64decode(str(offer["handle"]))
+        if len(raw) != HANDLE_BYTES:
+            raise IpcError("a handle of the wrong size")
+        self.nbytes = int(offer["nbytes"])
+        self.cursor = 0  # where the next save of the current request goes (reset by the harness per request)
+        _bind_context()
+        self.d = driver()
+        self.copy = self.d.fn("cuMemcpyDtoD")
+        handle = _Handle.from_buffer_copy(raw)
+        ptr = ctypes.c_uint64()
+        self.d.call("cuIpcOpenMemHandle", ctypes.byref(ptr), handle, ctypes.c_uint(_LAZY_ENABLE_PEER_ACCESS))
+        self.ptr = ptr.value
+
+    def put(self, tensors: list[Any]) -> bytes | None:
+        """Copy these CUDA tensors into the slot after what this request saved before; the marker's bytes, or None
+        where they do not fit (the caller saves a file instead)."""
+        import torch
+
+        if not tensors or not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
+            return None
+        sizes = [t.numel() * t.element_size() for t in tensors]
+        offsets = [self.cursor + o for o in layout(sizes)]
+        end = self.cursor + slot_bytes_needed(sizes)
+        if end > self.nbytes:
+            return None
+        flat = [t.detach().contiguous() for t in tensors]
+        torch.cuda.synchronize()
+        for t, off, n in zip(flat, offsets, sizes, strict=True):
+            if n:
+                rc = self.copy(ctypes.c_uint64(self.ptr + off), ctypes.c_uint64(t.data_ptr()), ctypes.c_size_t(n))
+                if rc != 0:
+                    raise IpcError(f"cuMemcpyDtoD into the slot failed (CUDA driver error {rc})")
+        torch.cuda.synchronize()
+        self.cursor = end
+        entries = [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "offset": off, "nbytes": n}
+                   for t, off, n in zip(flat, offsets, sizes, strict=True)]
+        return MAGIC + json.dumps(entries).encode()

@@ -1,0 +1,87 @@
+"""Outputs moved through device memory the evaluator lends its children (gpu_runner/ipc.py, issue 13): the marker a
+child writes is checked before a byte is copied; on a GPU, a 2 GiB problem's outputs go that way and an honest
+solution is accepted, a wrong one rejected. The CUDA cases run on the H200 (docs/GPU_RUNS.md)."""
+
+import pytest
+import torch
+
+from gpu_runner import ipc, memory_plan
+from gpu_runner.evaluate import evaluate
+from tests.evaluator.helpers import FIXTURES, with_forward
+
+LARGE = (FIXTURES / "relu_large.py").read_text()
+CUDA_SOLUTION = (FIXTURES / "relu_scale_cuda.py").read_text()
+
+
+def _entry(**over):
+    e = {"shape": [4, 8], "dtype": "float32", "offset": 0, "nbytes": 128}
+    e.update(over)
+    return e
+
+
+def test_offsets_are_aligned_and_in_order():
+    assert ipc.layout([1, 512, 513, 0, 7]) == [0, 512, 1024, 2048, 2048]
+    assert ipc.slot_bytes_needed([1, 512]) == 1024
+
+
+def test_a_well_formed_marker_is_read_back():
+    raw = ipc.MAGIC + b'[{"shape": [4, 8], "dtype": "float32", "offset": 0, "nbytes": 128}]'
+    specs = ipc._validate(ipc.read_marker(raw), 1024)
+    assert specs == [([4, 8], torch.float32, 0, 128)]
+
+
+@pytest.mark.parametrize("entries, says", [
+    ({"not": "a list"}, "list of tensors"),
+    (["x"], "other than a tensor"),
+    ([_entry(shape=[-1, 8])], "impossible shape"),
+    ([_entry(shape=[1] * 17)], "impossible shape"),
+    ([_entry(dtype="object")], "unknown dtype"),
+    ([_entry(offset=-512)], "impossible place"),
+    ([_entry(offset=3)], "impossible place"),
+    ([_entry(nbytes=64)], "do not fit"),  # not shape x dtype
+    ([_entry(offset=1024)], "do not fit"),  # past the slot's end
+    ([_entry()] * (ipc.MAX_ENTRIES + 1), "list of tensors"),
+])
+def test_a_marker_that_lies_is_refused_before_anything_is_copied(entries, says):
+    with pytest.raises(ipc.IpcError, match=says):
+        ipc._validate(entries, 1024)
+
+
+def test_a_tensor_file_is_not_a_marker_and_a_broken_marker_is_an_error():
+    with pytest.raises(ValueError, match="not a marker"):
+        ipc.read_marker(b"PK\x03\x04 a torch.save zip")
+    with pytest.raises(ipc.IpcError, match="not valid JSON"):
+        ipc.read_marker(ipc.MAGIC + b"[{")
+
+
+def test_the_plan_counts_the_lent_memory_on_the_gpu_and_no_host_copies():
+    gib = 1 << 30
+    common = dict(input_bytes=6 * gib, output_bytes=6 * gib, peak_bytes=12 * gib, source="measured",
+                  host={"free": 120 * gib}, gpu={"free": 139 * gib}, child_limits=(None, None), n_trials=5,
+                  sets_wanted=1, keep_wanted=4, tmpfs_work=True)
+    files = memory_plan.plan("cuda", **common)
+    lent = memory_plan.plan("cuda", **common, lent_outputs=2)
+    assert files.expected == lent.expected == "on_demand"
+    assert lent.needs["device"] - files.needs["device"] == 2 * 6 * gib
+    assert lent.needs["host"] == 0 < files.needs["host"]
+    # Kept expected outputs (small ones) never go through lent memory: nothing changes.
+    small = dict(common, input_bytes=1 << 20, output_bytes=1 << 20, peak_bytes=2 << 20)
+    assert memory_plan.plan("cuda", **small, lent_outputs=2).needs == memory_plan.plan("cuda", **small).needs
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
+def test_a_2_gib_problem_moves_its_outputs_through_lent_device_memory(monkeypatch):
+    monkeypatch.setenv("KERNELHUB_TIMING_BUDGET_S", "2")
+    result = evaluate(LARGE, CUDA_SOLUTION, device="cuda")
+    assert result["verdict"] == "accepted", result["message"]
+    transfer = result["checks"]["output_transfer"]
+    assert transfer["eager"]["way"] == transfer["solution"]["way"] == "cuda_ipc", transfer
+    assert result["checks"]["timed_calls_checked"] >= 1
+    # Wrong by a little everywhere: caught by the comparison of what came through the slot.
+    wrong = evaluate(LARGE, with_forward("return ext.relu_scale(x.contiguous(), self.scale * 1.01)",
+                                         base=CUDA_SOLUTION), device="cuda")
+    assert wrong["verdict"] == "wrong_answer", wrong["message"]
+    assert wrong["checks"]["output_transfer"]["solution"]["way"] == "cuda_ipc"
