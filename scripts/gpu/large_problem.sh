@@ -8,7 +8,8 @@
 #      benchmarks/kernelbench_solutions.py, alone, the audit's samples on; the stage lines of its stderr say where
 #      it was if the step's timeout cuts it
 #   3. the CUDA tests of the outputs lent through device memory (tests/evaluator/test_output_ipc.py)
-# nvidia-smi (utilisation, memory) and `free` are sampled every 2 s beside it.
+# nvidia-smi (utilisation, memory) and `free` are sampled every 2 s beside it. TRANSFER=0 leaves step 1 out;
+# EVALUATE_S is step 2's timeout (420).
 # Carry: .whl, .carry (scripts/gpu/carry.sh; .carry/kernelbench/level1 from KernelBench, .carry/kb_solutions/level1
 # from kernelbench_solutions.py). Writes under $OUT: large_problem.log (each step's rc and verdict, the stage
 # lines, the samples' peaks) and large_problem.tar.gz (the JSONs, the samples, steps.log).
@@ -43,10 +44,12 @@ sample() {
 sample & SAMPLER=$!
 trap 'kill $SAMPLER 2>/dev/null' EXIT
 
-step transfer 120 transfer.txt $PY benchmarks/output_transfer.py --gib "$GIB" --repeat 2 --out "$OUT/transfer.json"
-tail -n 2 "$OUT/transfer.txt" | cut -c1-700 | tee -a "$OUT/$RUN_LOG"
+if [ "${TRANSFER:-1}" = 1 ]; then
+  step transfer 120 transfer.txt $PY benchmarks/output_transfer.py --gib "$GIB" --repeat 2 --out "$OUT/transfer.json"
+  tail -n 2 "$OUT/transfer.txt" | cut -c1-700 | tee -a "$OUT/$RUN_LOG"
+fi
 
-step evaluate 420 evaluate.json $PY -m gpu_runner evaluate --problem "$PROBLEM_FILE" --solution "$SOLUTION_FILE" \
+step evaluate "${EVALUATE_S:-420}" evaluate.json $PY -m gpu_runner evaluate --problem "$PROBLEM_FILE" --solution "$SOLUTION_FILE" \
   --device "$DEVICE" --seed 1 --json
 verdict evaluate.json
 grep '^kernelhub: stage' "$OUT/evaluate.stderr" | tail -n 20 | tee -a "$OUT/$RUN_LOG"
