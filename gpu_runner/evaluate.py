@@ -147,6 +147,7 @@ class Session:
         # Per op: [requests, seconds by the parent's clock, build time excluded]: where an evaluation's time goes.
         self.op_seconds: dict[str, list[float]] = {}
         self.slot: ipc.Slot | None = None  # device memory lent to the child for its outputs (lend_slot)
+        self.lent = False  # the child mapped it: its saves may be markers
 
     def begin(self, on_build: Callable[[Any], dict[str, Any]] | None) -> None:
         """A pre-started child takes its job: its life is counted from now (gpu_runner/warm.py)."""
@@ -164,7 +165,7 @@ class Session:
 
     def _request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
         channel = self.child.channel
-        if self.slot is not None and op in SAVING_OPS:
+        if self.lent and self.slot is not None and op in SAVING_OPS:
             self.slot.poison()  # what the child leaves out reads as NaN, not as an earlier output
         try:
             channel.send({"op": op, **fields})
@@ -202,38 +203,32 @@ class Session:
     def tensors(self, name: Any, *, trusted: bool = False) -> list[Any]:
         """The tensors the child saved as `name`: copied out of the lent slot where the file is its marker
         (ipc.py), else read from the file; a trusted child's large files are mapped (protocol.py)."""
-        if self.slot is not None and isinstance(name, str) and "/" not in name and not name.startswith("."):
-            marker, raw = False, b""
-            try:
-                # A regular file only (not a link, not a FIFO that would block the read); else load_tensors says
-                # what is wrong with it.
-                if stat.S_ISREG(os.lstat(self.workdir / name).st_mode):
-                    fd = os.open(self.workdir / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                    with os.fdopen(fd, "rb") as fh:
-                        raw = fh.read(len(ipc.MAGIC))
-                        marker = raw == ipc.MAGIC
-                        raw += fh.read(ipc.MAX_MARKER_BYTES) if marker else b""
-            except OSError:
-                marker = False
-            if marker:
+        if not isinstance(name, str) or "\x00" in name:
+            raise ProtocolError(f"bad output file name {name!r:.80}")
+        if self.lent and "/" not in name and not name.startswith("."):
+            raw = _marker(self.workdir / name)
+            if raw is not None:
+                assert self.slot is not None
                 try:
                     return self.slot.read(ipc.read_marker(raw))
-                except (ipc.IpcError, ValueError) as e:
-                    raise ProtocolError(f"output {name} in the lent device memory could not be read: {e}") from None
+                except Exception as e:  # noqa: BLE001 - a malformed marker, or no memory for it: the child's fault
+                    raise ProtocolError(f"output {name} in the lent device memory could not be read: "
+                                        f"{type(e).__name__}: {str(e)[:300]}") from None
         return load_tensors(self.workdir, name, max_bytes=MAX_OUTPUT_FILE, mmap_over=MMAP_OVER if trusted else None)
 
-    def lend_slot(self, nbytes: int) -> dict[str, Any]:
-        """Lend the child `nbytes` of device memory for its outputs (ipc.py); what came of it, for the result."""
+    def lend_slot(self, nbytes: int, request: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+        """Lend the child `nbytes` of device memory for its outputs (ipc.py), offered through `request` (the
+        ipc_slot op); what came of it, for the result. The slot is freed by close(), once the child is gone,
+        whatever the child answered: a child that says it could not map it may have."""
         try:
-            slot = ipc.Slot(nbytes)
+            self.slot = ipc.Slot(nbytes)
         except Exception as e:  # noqa: BLE001 - no CUDA IPC here: files serve
             return {"way": "files", "why": f"no slot: {str(e)[:300]}"}
-        reply = self.request("ipc_slot", **slot.offer())
+        reply = request(**self.slot.offer())
         if not reply.get("mapped"):
-            slot.free()
             return {"way": "files", "why": f"the child could not map the slot: {str(reply.get('why'))[:300]}"}
-        self.slot = slot
-        return {"way": "cuda_ipc", "slot_bytes": nbytes}
+        self.lent = True
+        return {"way": "cuda_ipc", "slot_bytes": self.slot.nbytes}
 
     def close(self) -> list[int]:
         try:
@@ -335,6 +330,26 @@ def _sweep() -> dict[str, Any]:
         return {"error": f"{type(e).__name__}: {e}"[:300]}
     return {"removed": [r["path"] for r in swept["removed"]], "bytes": sum(r["bytes"] for r in swept["removed"]),
             "killed_processes": swept["killed"]}
+
+
+def _marker(path: Path) -> bytes | None:
+    """The bytes of a child's output file where it is a marker of the lent slot (ipc.MAGIC first), else None
+    (load_tensors then reads it, or says what is wrong with it). Opened without following a link and without
+    blocking; only a regular file, checked on the open descriptor, so nothing swapped in after a check is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            raw = fh.read(len(ipc.MAGIC)) or b""
+            if raw != ipc.MAGIC:
+                return None
+            return raw + (fh.read(ipc.MAX_MARKER_BYTES) or b"")
+        except OSError:
+            return None
 
 
 def _tmpfs(path: Path) -> bool:
@@ -654,7 +669,7 @@ class _Run:
             n_trials=N_TRIALS,
             sets_wanted=max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.device] // per_set)),
             keep_wanted=timing.batch_limits(self.device, output_bytes)[0], tmpfs_work=_tmpfs(sandbox.work_base()),
-            lent_outputs=1 + self._checks_per_batch(output_bytes) if self._ipc_on() else 0)
+            lent_outputs=self._checks_per_batch(output_bytes) if self._ipc_on() else 0)
 
     def _ipc_on(self) -> bool:
         return self.device == "cuda" and os.environ.get(IPC_VAR, "1") != "0"
@@ -663,12 +678,16 @@ class _Run:
         return timing.batch_limits(self.device, output_bytes)[1]
 
     def _lend(self, s: Session, nbytes: int) -> None:
-        """Device memory for a child's outputs (ipc.py), where they are too large to keep (on demand); the way
-        each child's outputs went, in checks.output_transfer."""
+        """Device memory for the solution's outputs (ipc.py), where they are too large to keep (on demand); the
+        way they went, in checks.output_transfer. Only the solution's: the trusted reference's outputs still go
+        through files. A legacy CUDA IPC handle is not a capability (whoever has its bytes can open the
+        allocation), so an exported slot holding expected outputs could be read, or written, by the solution."""
         if not self._ipc_on() or nbytes <= 0:
             return
         with self.timed("output_slots"):
-            self.result.checks.setdefault("output_transfer", {})[s.role] = s.lend_slot(nbytes)
+            outcome = s.lend_slot(nbytes, lambda **offer: self._untrusted(s, "ipc_slot", "mapping the lent memory",
+                                                                          **offer))
+        self.result.checks["output_transfer"] = {s.role: outcome}
 
     def _reference_outputs_held(self) -> None:
         ref = self.reference
@@ -681,10 +700,6 @@ class _Run:
         if remembered is not None:
             data = remembered
         else:
-            sizes = getattr(self, "sizes_before_trials", None)
-            o_b = int(sizes.get("output_bytes") or 0) if sizes else 0
-            if (N_TRIALS + 1) * o_b > memory_plan.EXPECTED_IN_MEMORY_BYTES:
-                self._lend(ref, o_b + SLOT_MARGIN)  # one output a request
             with self.timed("reference_trials"):
                 data = self._reference_trials(ref)
             if self.pool is not None and data.expected_mode == "memory":

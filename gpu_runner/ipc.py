@@ -1,20 +1,25 @@
-"""Outputs moved from a child to the evaluator on the GPU, through CUDA IPC, instead of through files (issue 13).
+"""The solution's outputs moved to the evaluator on the GPU, through CUDA IPC, instead of through files (issue 13).
 
 A file costs a 6 GiB output two copies across the bus and two through host memory: 12.6-16.9 s a transfer on the
 H200 host, where CUDA IPC from a child started by the evaluator's own sandbox took 3 ms
-(benchmarks/output_transfer.py, docs/BENCHMARKS.md). So where outputs are that large, the evaluator lends each
-child a slot: device memory it allocates itself (cuMemAlloc, outside torch's caching allocator, so that the
+(benchmarks/output_transfer.py, docs/BENCHMARKS.md). So where outputs are that large, the evaluator lends the
+solution's child a slot: device memory it allocates itself (cuMemAlloc, outside torch's caching allocator, so that the
 handle it hands out reaches this slot and nothing else of the evaluator's), exported with cuIpcGetMemHandle.
 The child maps it once; when it saves outputs it copies them into the slot and writes, in place of the tensor
 file, a small marker (MAGIC, then JSON: each tensor's shape, dtype, offset and size). The evaluator reads the
 marker, copies each tensor out of the slot into a tensor of its own, and compares that one.
 
-Why this way round (the evaluator's memory mapped in the child, not the child's in the evaluator): a handle the
-evaluator opened could name any exported allocation, the trusted reference's expected output included, which a
-forged handle would have the evaluator compare with itself. Here the child can only write into memory lent to it.
+Why this way round (the evaluator's memory mapped in the child, not the child's in the evaluator): a legacy CUDA
+IPC handle is not a capability; whoever has its 64 bytes, or forges them, can open the allocation. A handle the
+evaluator opened could name any exported allocation. For the same reason only the solution gets a slot: a slot
+of the trusted reference's would hold expected outputs the solution could read or overwrite (a kernel of its
+own left running can watch memory), so the reference's outputs still come through files. Not closed yet: on a
+host that runs several evaluations at once (one per GPU), a solution that forged another evaluation's handle could
+write into that evaluation's slot. Handles that are capabilities (cuMemCreate with POSIX file descriptors passed
+over the channel) would close it; not built.
 What it writes there is its output, as a file's bytes were; the slot is filled with 0xFF bytes (NaN in every
-float format) before each request that saves into it, so an output the child leaves out reads as NaN, not as an
-earlier call's output.
+float format; -1 or 255 in integer ones) before each request that saves into it, so an output the child leaves out
+does not read as an earlier call's output.
 
 Where the child cannot map the slot (no IPC on the host), the evaluator takes it back and the files serve, and
 the result says why (checks.output_transfer).
@@ -32,6 +37,8 @@ HANDLE_BYTES = 64  # CUipcMemHandle
 ALIGN = 512  # each tensor's offset in a slot
 MAX_ENTRIES = 256
 MAX_MARKER_BYTES = 1 << 20
+MAX_DIMS = 16
+GRANULE = 2 << 20  # a slot's size is a multiple of this (IPC shares whole allocations of this granularity)
 _LAZY_ENABLE_PEER_ACCESS = 1
 # The dtypes a marker may name (as str(torch.dtype) spells them).
 DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
@@ -106,7 +113,7 @@ class Slot:
             raise IpcError("an empty slot")
         _bind_context()
         d = driver()
-        self.nbytes = int(nbytes)
+        self.nbytes = -(-int(nbytes) // GRANULE) * GRANULE
         ptr = ctypes.c_uint64()
         d.call("cuMemAlloc", ctypes.byref(ptr), ctypes.c_size_t(self.nbytes))
         self.ptr = ptr.value
@@ -165,11 +172,12 @@ def _validate(entries: Any, slot_nbytes: int) -> list[tuple[list[int], Any, int,
     if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
         raise IpcError("the marker does not hold a list of tensors")
     specs = []
+    end = 0  # the entries lie one after another, none overlapping: together at most the slot's bytes
     for e in entries:
         if not isinstance(e, dict):
             raise IpcError("the marker holds something other than a tensor entry")
         shape, dtype_name, offset, nbytes = e.get("shape"), e.get("dtype"), e.get("offset"), e.get("nbytes")
-        if (not isinstance(shape, list) or len(shape) > 16
+        if (not isinstance(shape, list) or len(shape) > MAX_DIMS
                 or not all(type(s) is int and 0 <= s < (1 << 40) for s in shape)):
             raise IpcError(f"the marker names an impossible shape {shape!r:.100}")
         if dtype_name not in DTYPES:
@@ -183,6 +191,9 @@ def _validate(entries: Any, slot_nbytes: int) -> list[tuple[list[int], Any, int,
         if nbytes != numel * torch.empty((), dtype=dtype).element_size() or offset + nbytes > slot_nbytes:
             raise IpcError(f"the marker names {nbytes} bytes at {offset}, which do not fit its shape and dtype or "
                            f"the slot's {slot_nbytes} bytes")
+        if offset < end:
+            raise IpcError("the marker's tensors overlap or are out of order")
+        end = offset + nbytes
         specs.append((shape, dtype, offset, nbytes))
     return specs
 
@@ -193,13 +204,13 @@ def read_marker(raw: bytes) -> Any:
         raise ValueError("not a marker")
     try:
         return json.loads(raw[len(MAGIC):].decode())
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise IpcError("the marker is not valid JSON") from None
 
 
 class Mapped:
-    """The child's side: the slot the evaluator lent, mapped into this process. Created with the driver functions
-    resolved before any solution code runs (child.Harness keeps this object)."""
+    """The child's side: the slot the evaluator lent, mapped into this process (child.op_ipc_slot; in the
+    solution's child after its load, like every op the harness serves there)."""
 
     def __init__(self, offer: dict[str, Any]) -> None:
         raw = base64.b64decode(str(offer["handle"]))
@@ -220,7 +231,10 @@ class Mapped:
         where they do not fit (the caller saves a file instead)."""
         import torch
 
-        if not tensors or not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
+        # Only what the evaluator's marker check accepts; anything else goes to a file, as before.
+        if (not tensors or len(tensors) > MAX_ENTRIES
+                or not all(isinstance(t, torch.Tensor) and t.is_cuda and t.dim() <= MAX_DIMS
+                           and str(t.dtype).removeprefix("torch.") in DTYPES for t in tensors)):
             return None
         sizes = [t.numel() * t.element_size() for t in tensors]
         offsets = [self.cursor + o for o in layout(sizes)]

@@ -187,8 +187,8 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
     """The plan for one evaluation; `sets_wanted` and `keep_wanted` are what the evaluator would use with memory
     to spare (its byte budgets), reduced here until the evaluation fits. child_limits: the address-space limits of
     the reference's and the solution's child (None: none, on a GPU). lent_outputs: on a GPU, the outputs the device
-    memory lent to the children holds where the expected outputs are computed on demand (gpu_runner/ipc.py:
-    outputs move there, not through files and host memory)."""
+    memory lent to the solution's child holds where the expected outputs are computed on demand
+    (gpu_runner/ipc.py)."""
     ref_limit, sol_limit = child_limits
     i_b, o_b = max(0, input_bytes), max(0, output_bytes)
     # The reference's own peak: what one call holds (inputs, output, temporaries); at least inputs + output.
@@ -213,9 +213,9 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
         # page cache on a disk, memory on tmpfs), and the trials' expected outputs when they are kept.
         parent = o_b + (n_trials * o_b if expected == "memory" else 0)
         files = 2 * o_b if tmpfs_work else 0  # the two output files being read, when the work base is tmpfs
+        # (The host's share stays counted: the reference's outputs still come through files, and so do the
+        # solution's where its child could not map the slot.)
         lent = lent_outputs * o_b if not cpu and expected == "on_demand" else 0
-        if lent:
-            parent = files = 0  # outputs go through the lent device memory
         out = {"reference_child": ref + (CHILD_BASE_BYTES if cpu else 0),
                "solution_child": sol + (CHILD_BASE_BYTES if cpu else 0)}
         if cpu:

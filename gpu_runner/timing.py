@@ -141,6 +141,7 @@ AUDIT_ONE_IN = 1  # every call on a reused set that the record skipped
 SAMPLES_VAR = "KERNELHUB_AUDIT_SAMPLES"
 AUDIT_MIN = 24
 RECORD_FIRST, RECORD_ONE_IN = 8, 8
+RECORD_ONE_IN_SHORT = 4  # where outputs are huge and batches short (run_timing)
 # Calls per request (a run) on a GPU: back to back in the child's loop, as a plain event timing runs them. One call
 # per request, with the parent's work, a null call and a stopped-and-continued process between calls, left the
 # solution's forward host time at 75-112 us on the H200 host against 20 us in a plain loop, and a kernel shorter
@@ -326,10 +327,13 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     # ends in a check that moves a whole output, seconds each): the loop's exit rule is met in calls, not batches.
     # Half of each batch regenerates its set, so the fresh-input comparison has its calls of both kinds in a few
     # batches, and the op record's warm-up is the first batch rather than RECORD_FIRST calls (with batches of 2
-    # it had been four batches whose calls the statistics leave out). Where batches are long, nothing changes.
+    # it had been four batches whose calls the statistics leave out); after it the record samples one run in
+    # RECORD_ONE_IN_SHORT rather than RECORD_ONE_IN, so that the few runs still see it. Where batches are long,
+    # nothing changes.
     short = longest < 2 * FRESH_MIN_CALLS
     if short:
         loop.record_first = min(RECORD_FIRST, batch)
+        loop.record_one_in = RECORD_ONE_IN_SHORT
     run_calls = run_length(device)
     while True:
         batch_start = time.monotonic()
@@ -408,6 +412,7 @@ class _Loop:
         self.checked_side = check_batch is not None
         self.tail_allowance_us = tail_allowance_us
         self.record_first = RECORD_FIRST  # the calls the op record runs on first (fewer where batches are short)
+        self.record_one_in = RECORD_ONE_IN  # then one run in this many (more often where batches are short)
         self.rng = random.SystemRandom()
         self.awake = AWAKE_S.get(device, 0.0)
         self.times: list[float] = []  # the calls the statistics are taken over
@@ -432,7 +437,7 @@ class _Loop:
         runs (RECORD_FIRST calls) and then one in RECORD_ONE_IN. Recorded runs cost the harness more and are left
         out of the audit. Returns the calls' times and whether the run was recorded."""
         first = positions[0]
-        record = self.calls + first < self.record_first or self.rng.randrange(RECORD_ONE_IN) == 0
+        record = self.calls + first < self.record_first or self.rng.randrange(self.record_one_in) == 0
         cpu0 = self.cpu_clock() if self.cpu_clock is not None else None
         t0 = time.perf_counter()
         reply = self.session.request("time_batch", order=[order[p] for p in positions], keep=self.checked_side,
