@@ -106,8 +106,8 @@ def load_tensors(directory: Path, name: Any, *, max_bytes: int, mmap_over: int |
     """
     import torch
 
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise ProtocolError(f"bad output file name {name!r}")
+    if not isinstance(name, str) or not name or "/" in name or name.startswith(".") or "\x00" in name:
+        raise ProtocolError(f"bad output file name {name!r:.80}")
     path = directory / name
     try:
         st = os.lstat(path)
@@ -119,7 +119,16 @@ def load_tensors(directory: Path, name: Any, *, max_bytes: int, mmap_over: int |
         raise ProtocolError(f"output file {name} is not a regular file")
     if st.st_size > max_bytes:
         raise ProtocolError(f"output file {name} is {st.st_size} bytes, over the {max_bytes} byte limit")
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    # Without blocking, and the opened file checked again: a FIFO swapped in after the lstat above would otherwise
+    # block this read for good.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        raise ProtocolError(f"output file {name} could not be opened") from None
+    st = os.fstat(fd)
+    if not stat_mod.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+        os.close(fd)
+        raise ProtocolError(f"output file {name} is not a regular file under the {max_bytes} byte limit")
     if mmap_over is not None and st.st_size > mmap_over:
         try:
             # Through the open descriptor: the file that was checked above, whatever the name points to now.

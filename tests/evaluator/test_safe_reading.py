@@ -30,3 +30,24 @@ def test_it_refuses_links_names_with_paths_and_oversized_files(tmp_path):
     with pytest.raises(ProtocolError, match="over the"):
         load_tensors(tmp_path, "big.pt", max_bytes=100)
     assert load_tensors(tmp_path, "big.pt", max_bytes=1 << 20)[0].shape == (1000,)
+
+
+def test_it_refuses_a_nul_in_the_name_and_a_fifo_without_blocking(tmp_path):
+    with pytest.raises(ProtocolError, match="bad output file name"):
+        load_tensors(tmp_path, "out\x00.pt", max_bytes=1 << 20)
+    os.mkfifo(tmp_path / "fifo.pt")
+    with pytest.raises(ProtocolError, match="not a regular file"):
+        load_tensors(tmp_path, "fifo.pt", max_bytes=1 << 20)
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_swapped_in_after_the_check_does_not_block_the_read(tmp_path, monkeypatch):
+    # The child renames a FIFO over its output between the parent's lstat and open: the lstat saw a regular file.
+    from gpu_runner import protocol
+
+    torch.save([torch.zeros(4)], tmp_path / "real.pt")
+    os.mkfifo(tmp_path / "out.pt")
+    real_lstat = os.lstat
+    monkeypatch.setattr(protocol.os, "lstat", lambda p: real_lstat(tmp_path / "real.pt"))
+    with pytest.raises(ProtocolError, match="not a regular file"):
+        load_tensors(tmp_path, "out.pt", max_bytes=1 << 20)
