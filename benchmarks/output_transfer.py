@@ -33,25 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-IPC_HANDLE_BYTES = 64  # CUipcMemHandle
-CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
-
-
-class _IpcHandle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * IPC_HANDLE_BYTES)]
-
-
-def _libcuda() -> Any:
-    return ctypes.CDLL("libcuda.so.1")
-
-
-def _driver(lib: Any, name: str) -> Any:
-    """A driver entry point by its newest versioned name."""
-    for suffix in ("_v2", ""):
-        fn = getattr(lib, name + suffix, None)
-        if fn is not None:
-            return fn
-    raise RuntimeError(f"the driver has no {name}")
+from gpu_runner import ipc  # noqa: E402 - the driver calls the evaluator uses
 
 
 def _make(torch: Any, device: str, numel: int, seed: int) -> Any:
@@ -106,19 +88,19 @@ def child_main() -> None:
 
 
 def _child_handle(torch: Any, t: Any) -> dict[str, Any]:
-    lib = _libcuda()
+    d = ipc.driver()
     ptr = t.data_ptr()
     base, size = ctypes.c_uint64(), ctypes.c_size_t()
-    rc = _driver(lib, "cuMemGetAddressRange")(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr))
+    rc = d.fn("cuMemGetAddressRange")(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr))
     if rc != 0:
         return {"ok": False, "error": f"cuMemGetAddressRange returned {rc}"}
-    handle = _IpcHandle()
+    handle = ipc.Handle()
     t0 = time.perf_counter()
-    rc = lib.cuIpcGetMemHandle(ctypes.byref(handle), ctypes.c_uint64(base.value))
+    rc = d.fn("cuIpcGetMemHandle")(ctypes.byref(handle), ctypes.c_uint64(base.value))
     if rc != 0:
         return {"ok": False, "error": f"cuIpcGetMemHandle returned {rc}"}
     # The whole struct: its char array read as a field stops at the first zero byte.
-    raw = ctypes.string_at(ctypes.addressof(handle), IPC_HANDLE_BYTES)
+    raw = ctypes.string_at(ctypes.addressof(handle), ipc.HANDLE_BYTES)
     return {"ok": True, "handle": base64.b64encode(raw).decode(), "offset": ptr - base.value,
             "allocation_bytes": size.value, "get_handle_s": time.perf_counter() - t0}
 
@@ -150,20 +132,19 @@ def _file_way(torch: Any, child: Any, channel: Any, device: str, expected: Any) 
 
 
 def _ipc_way(torch: Any, channel: Any, expected: Any) -> dict[str, Any]:
-    lib = _libcuda()
+    d = ipc.driver()
     t0 = time.perf_counter()
     channel.send({"op": "ipc_handle"})
     reply = channel.recv(deadline=time.monotonic() + 60)
     t1 = time.perf_counter()
     if not reply.get("ok"):
         return {"ok": False, "step": "child's handle", "error": reply.get("error")}
-    handle = _IpcHandle()
     raw = base64.b64decode(reply["handle"])
-    if len(raw) != IPC_HANDLE_BYTES:
+    if len(raw) != ipc.HANDLE_BYTES:
         return {"ok": False, "step": "handle", "error": f"{len(raw)} bytes"}
-    ctypes.memmove(ctypes.addressof(handle), raw, IPC_HANDLE_BYTES)
+    handle = ipc.Handle.from_buffer_copy(raw)
     mapped = ctypes.c_uint64()
-    rc = _driver(lib, "cuIpcOpenMemHandle")(ctypes.byref(mapped), handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+    rc = d.fn("cuIpcOpenMemHandle")(ctypes.byref(mapped), handle, ipc.LAZY_ENABLE_PEER_ACCESS)
     t2 = time.perf_counter()
     if rc != 0:
         return {"ok": False, "step": "cuIpcOpenMemHandle", "error": f"returned {rc}",
@@ -172,7 +153,7 @@ def _ipc_way(torch: Any, channel: Any, expected: Any) -> dict[str, Any]:
         # Into a buffer of the parent's own: what is compared is out of the child's reach.
         own = torch.empty_like(expected)
         nbytes = own.numel() * own.element_size()
-        rc = _driver(lib, "cuMemcpyDtoD")(ctypes.c_uint64(own.data_ptr()), ctypes.c_uint64(mapped.value +
+        rc = d.fn("cuMemcpyDtoD")(ctypes.c_uint64(own.data_ptr()), ctypes.c_uint64(mapped.value +
                                                                                           reply["offset"]),
                                           ctypes.c_size_t(nbytes))
         torch.cuda.synchronize()
@@ -182,7 +163,7 @@ def _ipc_way(torch: Any, channel: Any, expected: Any) -> dict[str, Any]:
         equal = bool(torch.equal(own, expected))
         t4 = time.perf_counter()
     finally:
-        close_rc = lib.cuIpcCloseMemHandle(ctypes.c_uint64(mapped.value))
+        close_rc = d.fn("cuIpcCloseMemHandle")(ctypes.c_uint64(mapped.value))
     return {"ok": True, "equal": equal, "handle_request_s": round(t1 - t0, 4), "open_s": round(t2 - t1, 4),
             "copy_s": round(t3 - t2, 4), "compare_s": round(t4 - t3, 4), "close_rc": close_rc,
             "total_s": round(t3 - t0, 4)}

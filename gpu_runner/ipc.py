@@ -17,12 +17,13 @@ own left running can watch memory), so the reference's outputs still come throug
 host that runs several evaluations at once (one per GPU), a solution that forged another evaluation's handle could
 write into that evaluation's slot. Handles that are capabilities (cuMemCreate with POSIX file descriptors passed
 over the channel) would close it; not built.
-What it writes there is its output, as a file's bytes were; the slot is filled with 0xFF bytes (NaN in every
+
+What the child writes there is its output, as a file's bytes were; the slot is filled with 0xFF bytes (NaN in every
 float format; -1 or 255 in integer ones) before each request that saves into it, so an output the child leaves out
 does not read as an earlier call's output.
 
-Where the child cannot map the slot (no IPC on the host), the evaluator takes it back and the files serve, and
-the result says why (checks.output_transfer).
+Where the child cannot map the slot (no IPC on the host), the files serve, the result says why
+(checks.output_transfer), and the slot is freed once the child is gone.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ MAX_ENTRIES = 256
 MAX_MARKER_BYTES = 1 << 20
 MAX_DIMS = 16
 GRANULE = 2 << 20  # a slot's size is a multiple of this (IPC shares whole allocations of this granularity)
-_LAZY_ENABLE_PEER_ACCESS = 1
+LAZY_ENABLE_PEER_ACCESS = 1
 # The dtypes a marker may name (as str(torch.dtype) spells them).
 DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64", "complex128", "float8_e4m3fn", "float8_e5m2")
@@ -49,7 +50,7 @@ class IpcError(RuntimeError):
     pass
 
 
-class _Handle(ctypes.Structure):
+class Handle(ctypes.Structure):
     _fields_ = [("reserved", ctypes.c_char * HANDLE_BYTES)]
 
 
@@ -118,7 +119,7 @@ class Slot:
         d.call("cuMemAlloc", ctypes.byref(ptr), ctypes.c_size_t(self.nbytes))
         self.ptr = ptr.value
         try:
-            handle = _Handle()
+            handle = Handle()
             d.call("cuIpcGetMemHandle", ctypes.byref(handle), ctypes.c_uint64(self.ptr))
             self.handle = ctypes.string_at(ctypes.addressof(handle), HANDLE_BYTES)
         except IpcError:
@@ -221,9 +222,9 @@ class Mapped:
         _bind_context()
         self.d = driver()
         self.copy = self.d.fn("cuMemcpyDtoD")
-        handle = _Handle.from_buffer_copy(raw)
+        handle = Handle.from_buffer_copy(raw)
         ptr = ctypes.c_uint64()
-        self.d.call("cuIpcOpenMemHandle", ctypes.byref(ptr), handle, ctypes.c_uint(_LAZY_ENABLE_PEER_ACCESS))
+        self.d.call("cuIpcOpenMemHandle", ctypes.byref(ptr), handle, ctypes.c_uint(LAZY_ENABLE_PEER_ACCESS))
         self.ptr = ptr.value
 
     def put(self, tensors: list[Any]) -> bytes | None:
