@@ -214,6 +214,8 @@ class Harness:
         self.device = msg["device"]
         self.policy = msg.get("policy") or {}
         seed = int(msg["seed"])
+        if msg.get("build_only"):
+            return self._load_for_builds(msg, seed)
         # Full fp32 on both sides: a TF32 reference would loosen what a solution must match.
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -284,6 +286,35 @@ class Harness:
         # Used as constructed, like KernelBench (which never calls eval()): a module in training mode stays in it.
         self.model = model.to(self.device) if hasattr(model, "to") else model
         return {"info": info}
+
+    def _load_for_builds(self, msg: dict, seed: int) -> dict:
+        """A build slot's load (gpu_runner/prebuild.py): no GPU, no reference, no guards, nothing timed. The solution
+        is imported, so that its load_inline/load calls reach the parent, which builds into the host's cache; then
+        ModelNew is constructed on the CPU where it can be, for a solution that builds in its constructor. What
+        fails past the import is not an error here: the evaluation meets it again, with the GPU."""
+        self._redirect_builds()
+        extension = msg.get("extension")
+        if extension:
+            sys.modules[str(extension["name"])] = self._build_and_import({"workdir": True,
+                                                                          "name": str(extension["name"])})
+        try:
+            solution = self._import_file("kernelhub_solution", msg["solution_file"])
+        except SyntaxError as e:
+            raise HarnessError("compile_error", f"the solution is not valid Python: line {e.lineno}: {e.msg}") \
+                from None
+        constructed = False
+        if hasattr(solution, "ModelNew"):
+            try:
+                problem = self._import_file("kernelhub_problem", msg["problem_file"])
+                self.manual_seed(seed)
+                with self.no_grad():
+                    solution.ModelNew(*list(problem.get_init_inputs()))
+                constructed = True
+            except HarnessError:
+                raise
+            except Exception:  # noqa: BLE001 - it may need the GPU this process has not got
+                pass
+        return {"info": {"builds": self.builds, "constructed": constructed}}
 
     def _versions(self) -> dict:
         torch = self.torch

@@ -46,6 +46,19 @@ GUARD_RULES = (
 )
 RULES = tuple(dict.fromkeys(EVALUATOR_RULES + PRESCREEN_RULES + GUARD_RULES))
 
+# A GPU pool's build slots: with each job the site sends a build hint (the sources, no job token) to
+# build_queue(the pool's queue), where a runner's CPU-only build worker builds the solution's extensions into
+# the host's cache while its GPU workers evaluate earlier jobs (gpu_runner/prebuild.py). A hint that nobody takes
+# in PREBUILD_EXPIRES_S is dropped: the evaluation then builds for itself, as without build slots.
+PREBUILD_TASK = "gpu_runner.prebuild_job"
+PREBUILD_KEYS = ("evaluation_id", "problem_source", "solution_source", "device")
+PREBUILD_EXPIRES_S = 3600
+
+
+def build_queue(queue: str) -> str:
+    """The build slots' queue of the pool whose evaluation queue is `queue` (pool.h200 -> pool.h200.build)."""
+    return f"{queue}.build"
+
 
 class ContractError(ValueError):
     """A job or result that does not follow the contract; the message names the field and what it must be."""

@@ -278,12 +278,14 @@ def _cuda_present() -> bool:
 TRUSTED_MEMORY_FACTOR = 1.5
 
 
-def _limits(device: str, role: str = "solution") -> sandbox.Limits:
+def _limits(device: str, role: str = "solution", *, gpu: bool = True) -> sandbox.Limits:
+    """gpu=False: a build slot's child, which sees no GPU and so needs the CPU track's address-space limit."""
     wall = float(os.environ.get("KERNELHUB_CHILD_WALL_S", "900"))
-    mem = None if device == "cuda" else int(float(os.environ.get("KERNELHUB_CHILD_MEMORY_GB", "8")) * (1 << 30))
+    mem = None if device == "cuda" and gpu else \
+        int(float(os.environ.get("KERNELHUB_CHILD_MEMORY_GB", "8")) * (1 << 30))
     if mem is not None and role != "solution":
         mem = int(mem * TRUSTED_MEMORY_FACTOR)
-    return sandbox.Limits(wall_s=wall, cpu_s=int(wall * (os.cpu_count() or 1)), memory_bytes=mem)
+    return sandbox.Limits(wall_s=wall, cpu_s=int(wall * (os.cpu_count() or 1)), memory_bytes=mem, gpu=gpu)
 
 
 def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", seed: int = 0,
@@ -448,10 +450,11 @@ class _Run:
                     "phase": phase, "device": h.device, "shared": h.shared, "waited_s": round(h.waited_s, 3),
                     "held_from": round(h.acquired_at, 4), "held_until": round(h.released_at or 0.0, 4)})
 
-    def _session(self, role: str, on_build: Callable[[Any], dict[str, Any]] | None = None) -> Session:
-        s = self.pool.take(role) if self.pool is not None else None
+    def _session(self, role: str, on_build: Callable[[Any], dict[str, Any]] | None = None, *,
+                 gpu: bool = True) -> Session:
+        s = self.pool.take(role) if self.pool is not None and gpu else None
         if s is None:
-            s = Session(role, device=self.device, limits_=_limits(self.device, role), on_build=on_build)
+            s = Session(role, device=self.device, limits_=_limits(self.device, role, gpu=gpu), on_build=on_build)
         else:
             s.begin(on_build)
         self.result.checks.setdefault("prestarted", {})[role] = s.prestarted
@@ -519,7 +522,8 @@ class _Run:
         return {"ok": True, "dir": f"ext/{res.key}"}
 
     # ----- the evaluation -----
-    def execute(self) -> None:
+    def _admit(self) -> None:
+        """What is checked before any process of the solution starts: its format and the static pre-screen."""
         if self.workdir_error:
             raise Verdict("compile_error", f"the workdir: {self.workdir_error}")
         if self.workdir is not None:
@@ -533,6 +537,21 @@ class _Run:
             raise Verdict("compile_error", str(e)) from None
         with self.timed("prescreen"):
             self._prescreen()
+
+    def build_ahead(self) -> dict[str, Any]:
+        """Only the solution's builds, into the host's cache, before its evaluation (gpu_runner/prebuild.py): the
+        same admission, then the solution's child, with no GPU, imports the solution and its build requests are
+        served as in an evaluation. Returns the child's info; a Verdict where the solution fails on the way."""
+        self._admit()
+        sol = self._session("solution", on_build=self._on_build, gpu=False)
+        self.result.isolation = dict(sol.child.isolation)
+        reply = self._untrusted(sol, "load", "building ahead (import and builds, no GPU)", timeout=_load_timeout(),
+                                build_only=True, **self._load_fields("solution"))
+        info = reply.get("info")
+        return info if isinstance(info, dict) else {}
+
+    def execute(self) -> None:
+        self._admit()
         # The trusted reference computes the expected outputs while the solution's child starts and builds.
         with self.timed("start_processes"):
             self.reference = self._session("eager")
@@ -545,6 +564,8 @@ class _Run:
         # The trusted reference computes the expected outputs while the solution's child loads and builds.
         self.ref_thread = _Background(self._reference_outputs)
         self.result.isolation = dict(sol.child.isolation)
+        # The builds are on record whatever the load's end: a compile error's come from the cache or not.
+        self.result.checks["builds"] = self.build_log
         with self.timed("solution_load"):
             reply = self._untrusted(sol, "load", "loading (import, build, ModelNew construction)",
                                     timeout=_load_timeout(), **self._load_fields("solution"))
@@ -559,7 +580,6 @@ class _Run:
             else "not isolated: the child can write wherever the runner's user can",
             "runtime_guards": bool(info.get("guards")),
         })
-        self.result.checks["builds"] = self.build_log
         with self.timed("wait_for_reference"):
             self.ref_thread.join()
         self.stage("checking")

@@ -130,6 +130,9 @@ class Limits:
     memory_bytes: int | None  # RLIMIT_AS; None on CUDA (the driver maps huge virtual ranges)
     file_bytes: int = 8 << 30
     tasks: int = 1024
+    # False: the child gets no GPU (a build slot's, gpu_runner/prebuild.py): CUDA_VISIBLE_DEVICES empty and, in a
+    # mount namespace, every /dev/nvidia* node bound to /dev/null, so that resetting the variable opens nothing.
+    gpu: bool = True
 
 
 _PR_SET_PDEATHSIG = 1
@@ -274,6 +277,8 @@ def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str
     marker = marker or secrets.token_hex(16)
     parent_sock, child_sock = socket.socketpair()
     env = child_env(workdir, marker, extra_env)
+    if not limits.gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
     namespaces = unshare_works()
     cmd = [sys.executable, "-s", *argv, str(child_sock.fileno())]
     identity = f"the runner's uid {os.geteuid()}: " + (
@@ -282,6 +287,8 @@ def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str
         cmd = [shutil.which("unshare") or "unshare", *_UNSHARE_ARGS, "--", *cmd]
         env["KERNELHUB_LOCKDOWN"] = str(workdir)
         env["KERNELHUB_LOCKDOWN_HIDE"] = os.pathsep.join(hidden_paths())
+        if not limits.gpu:
+            env["KERNELHUB_LOCKDOWN_NO_GPU"] = "1"
         if os.geteuid() == 0:
             uid = SANDBOX_UID_BASE + secrets.randbelow(1 << 16)
             _give_to(workdir, uid)
@@ -314,6 +321,10 @@ def spawn(argv: list[str], *, workdir: Path, limits: Limits, extra_env: dict[str
         },
         "wall_clock_s": limits.wall_s,
     }
+    if not limits.gpu:
+        isolation["gpu"] = ("none: CUDA_VISIBLE_DEVICES empty, the GPU device nodes bound to /dev/null"
+                            if namespaces else "none asked: CUDA_VISIBLE_DEVICES empty (no mount namespace to hide "
+                            "the device nodes in)")
     child = Child(proc=proc, channel=Channel(parent_sock), workdir=workdir, marker=marker, isolation=isolation)
     cleanup.record_child(workdir, pgid=proc.pid, marker=marker)
     threading.Thread(target=child.log.drain, args=(proc.stdout,), daemon=True).start()
@@ -504,6 +515,14 @@ def _gpu_device_nodes() -> list[str]:
     return sorted(str(p) for p in Path("/dev").glob("nvidia*") if p.is_char_device())
 
 
+def _hide_gpu(libc: Any) -> str:
+    """Bind /dev/null over every GPU device node in this mount namespace: opening one then reaches no driver."""
+    nodes = _gpu_device_nodes()
+    for node in nodes:
+        _mount(libc, "/dev/null", node, None, _MS_BIND, None)
+    return f"hidden: {len(nodes)} device nodes bound to /dev/null" if nodes else "no GPU device nodes on this host"
+
+
 def _switch_identity(uid: int, workdir: str) -> str:
     """Become `uid` for good, unless something the child needs is out of its reach: then stay, and say why.
 
@@ -579,6 +598,8 @@ def lockdown(workdir: str) -> dict[str, Any]:
         for path in sorted(inner, key=len):
             if os.path.isdir(path):
                 _mount(libc, "tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0755")
+        if os.environ.get("KERNELHUB_LOCKDOWN_NO_GPU"):
+            result["gpu"] = _hide_gpu(libc)
         # Last, so it lies on top of a kept directory that holds it (a checkout's var/ below /tmp).
         os.makedirs(workdir, exist_ok=True)
         _mount(libc, f"/proc/self/fd/{handle}", workdir, None, _MS_BIND | _MS_REC, None)

@@ -29,7 +29,7 @@ from celery import Celery
 from celery.signals import worker_process_init
 
 from gpu_runner import calibration, runner_core  # calibration: its clock of the last measurement starts now
-from gpu_runner.contract import Job
+from gpu_runner.contract import PREBUILD_KEYS, PREBUILD_TASK, Job, build_queue
 from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
 
 logger = logging.getLogger("gpu_runner.worker")
@@ -130,6 +130,24 @@ def evaluate_job(job: dict[str, Any]) -> str:
         client.close()
 
 
+@app.task(name=PREBUILD_TASK, acks_late=False, ignore_result=True)
+def prebuild_job(job: dict[str, Any]) -> str:
+    """A build hint (gpu_runner/prebuild.py): build the solution's extensions into this host's cache, no GPU.
+    Taken off the queue at once: a hint lost with its worker only means the evaluation builds for itself."""
+    if not isinstance(job, dict) or any(not isinstance(job.get(k), (str, int)) for k in PREBUILD_KEYS):
+        logger.warning("A build hint without %s: ignored", ", ".join(PREBUILD_KEYS))
+        return "ignored"
+    from gpu_runner import prebuild
+
+    record = prebuild.build_ahead(str(job["problem_source"]), str(job["solution_source"]), device=str(job["device"]))
+    made = [b for b in record["builds"] if not b["cached"]]
+    logger.info("Build ahead for evaluation %s: %s in %.1f s, %d build(s), %d made now%s", job["evaluation_id"],
+                record["outcome"], record["seconds"], len(record["builds"]), len(made),
+                f" ({record.get('verdict', '')}: {record.get('message', '')[:200]})" if record["outcome"] != "built"
+                else "")
+    return str(record["outcome"])
+
+
 # --- python -m gpu_runner serve ----------------------------------------------------------------------------
 
 def gpu_indices() -> list[int]:
@@ -211,17 +229,18 @@ def gpu_telemetry() -> list[dict[str, Any]]:
 
 
 class WorkerProcess:
-    def __init__(self, label: str, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(self, label: str, argv: list[str], env: dict[str, str], *, builds: bool = False) -> None:
         self.label, self.argv, self.env = label, argv, env
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
         self.started_at = 0.0
         self.name = argv[argv.index("-n") + 1]
+        self.queue = argv[argv.index("-Q") + 1]  # the pool's queue it serves (its build queue for the builder)
+        self.builds = builds  # the build slots' worker (gpu_runner/prebuild.py): no GPU, not calibrated
 
     def start(self, queue: str | None = None) -> None:
         """queue: the queue to consume from the start (a draining runner's workers get a private one)."""
-        if queue is not None:
-            self.argv[self.argv.index("-Q") + 1] = queue
+        self.argv[self.argv.index("-Q") + 1] = queue if queue is not None else self.queue
         self.started_at = time.monotonic()
         self.process = subprocess.Popen(self.argv, env=self.env)
         logger.info("Started worker %s (pid %s)", self.label, self.process.pid)
@@ -263,7 +282,43 @@ def worker_processes(*, config: dict[str, Any], site_url: str, secret: str, pool
                 "-c", "1", "-P", "prefork", "--prefetch-multiplier", "1", "--without-gossip", "--without-mingle",
                 "-n", f"{config['name']}-{label}@{host}", "-l", loglevel]
         workers.append(WorkerProcess(label, argv, env))
+    if config["device"] == "cuda":
+        builder = build_worker(config=config, site_url=site_url, secret=secret, loglevel=loglevel, host=host)
+        if builder is not None:
+            workers.append(builder)
     return workers
+
+
+def build_worker(*, config: dict[str, Any], site_url: str, secret: str, loglevel: str,
+                 host: str) -> WorkerProcess | None:
+    """A CUDA pool's build slots (gpu_runner/prebuild.py): one Celery worker with KERNELHUB_BUILD_SLOTS processes on
+    the pool's build queue, seeing no GPU; its builds are keyed for the GPUs' architecture, read here through NVML,
+    so that the evaluations find them. None with KERNELHUB_BUILD_SLOTS=0."""
+    from gpu_runner import builds, prebuild
+
+    try:
+        slots = prebuild.build_slots()
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    if slots == 0:
+        return None
+    env = dict(os.environ)
+    env.update({
+        "KERNELHUB_SITE_URL": site_url,
+        "KERNELHUB_RUNNER_TOKEN": secret,
+        "KERNELHUB_BROKER_URL": config["broker_url"],
+        "KERNELHUB_SOFT_TIME_LIMIT_S": str(config["soft_time_limit_s"]),
+        "KERNELHUB_TIME_LIMIT_S": str(config["time_limit_s"]),
+        "KERNELHUB_VISIBILITY_TIMEOUT_S": str(config["visibility_timeout_s"]),
+        "CUDA_VISIBLE_DEVICES": "",
+        "TORCH_CUDA_ARCH_LIST": builds.cuda_arch_list(),
+        "KERNELHUB_WORKER_LABEL": "",  # no warm pool, no calibration after a job
+        "KERNELHUB_PRESTART": "false",
+    })
+    argv = [sys.executable, "-m", "celery", "-A", "gpu_runner.worker", "worker", "-Q", build_queue(config["queue"]),
+            "-c", str(slots), "-P", "prefork", "--prefetch-multiplier", "1", "--without-gossip", "--without-mingle",
+            "-n", f"{config['name']}-builds@{host}", "-l", loglevel]
+    return WorkerProcess("builds", argv, env, builds=True)
 
 
 def serve_main(argv: list[str]) -> int:
@@ -317,6 +372,9 @@ def serve_main(argv: list[str]) -> int:
     for worker in workers:
         pin = worker.env["CUDA_VISIBLE_DEVICES"]
         where = f"GPU {pin} ({names.get(int(pin), 'unknown model')})" if pin else "the CPU (no GPU visible)"
+        if worker.builds:
+            where = (f"build slots: {worker.argv[worker.argv.index('-c') + 1]} at once on {worker.queue}, no GPU, "
+                     f"arch {worker.env['TORCH_CUDA_ARCH_LIST'] or 'unknown'}")
         print(f"worker {worker.name} -> {where}, CUDA_VISIBLE_DEVICES={pin!r}", flush=True)
     _calibrate_at_start(client, config, workers)
     app.conf.broker_url = config["broker_url"]  # serve's own remote control of its workers (drains)
@@ -335,7 +393,7 @@ def serve_main(argv: list[str]) -> int:
     # A draining runner's workers consume a queue nobody sends to; resuming adds the pool's queue.
     private_queue = f"runner.{config['name']}"
     for worker in workers:
-        worker.start(private_queue if draining else config["queue"])
+        worker.start(private_queue if draining else None)
     next_heartbeat = 0.0
     try:
         while not stopping.is_set():
@@ -346,7 +404,7 @@ def serve_main(argv: list[str]) -> int:
                         logger.warning("Worker %s exited with %s; restarting it", worker.label,
                                        worker.process.returncode)
                         worker.restarts += 1
-                        worker.start(private_queue if draining else config["queue"])
+                        worker.start(private_queue if draining else None)
             if time.monotonic() >= next_heartbeat:
                 next_heartbeat = time.monotonic() + float(config.get("heartbeat_s", 30))
                 try:
@@ -357,7 +415,7 @@ def serve_main(argv: list[str]) -> int:
                     # drain and resume in between, and both commands are idempotent.
                     changed = bool(answer.get("is_draining")) != draining
                     draining = bool(answer.get("is_draining"))
-                    _set_consuming(workers, config["queue"], consume=not draining, log=changed)
+                    _set_consuming(workers, consume=not draining, log=changed)
                 except SiteRefused as e:
                     logger.error("The site refused this runner's heartbeat (%s): stopping.", e.message)
                     stopping.set()
@@ -375,6 +433,8 @@ def _calibrate_at_start(client: SiteClient, config: dict[str, Any], workers: lis
     if calibration.CALIBRATE_EVERY_S <= 0:
         return
     for worker in workers:
+        if worker.builds:
+            continue
         try:
             result = calibration.calibrate_in_subprocess(device=config["device"],
                                                          pin=worker.env["CUDA_VISIBLE_DEVICES"])
@@ -387,19 +447,20 @@ def _calibrate_at_start(client: SiteClient, config: dict[str, Any], workers: lis
             logger.warning("Calibration of %s failed: %s", worker.label, e)
 
 
-def _set_consuming(workers: list[WorkerProcess], queue: str, *, consume: bool, log: bool) -> None:
-    """The site's drain flag, applied to our own workers (the dashboard tells them too, but a worker that was
-    restarting then missed it)."""
-    names = [w.name for w in workers]
-    try:
-        if consume:
-            app.control.add_consumer(queue, destination=names)
-        else:
-            app.control.cancel_consumer(queue, destination=names)
-        if log:
-            logger.info("%s %s on %s", "add_consumer" if consume else "cancel_consumer", queue, ", ".join(names))
-    except Exception as e:  # noqa: BLE001 - the broker is down: the next change or restart applies it
-        logger.warning("Could not tell the workers to %s: %s", "resume" if consume else "drain", e)
+def _set_consuming(workers: list[WorkerProcess], *, consume: bool, log: bool) -> None:
+    """The site's drain flag, applied to our own workers, each on its queue (the dashboard tells them too, but a
+    worker that was restarting then missed it). A draining runner's build slots stop taking hints too."""
+    for queue in dict.fromkeys(w.queue for w in workers):
+        names = [w.name for w in workers if w.queue == queue]
+        try:
+            if consume:
+                app.control.add_consumer(queue, destination=names)
+            else:
+                app.control.cancel_consumer(queue, destination=names)
+            if log:
+                logger.info("%s %s on %s", "add_consumer" if consume else "cancel_consumer", queue, ", ".join(names))
+        except Exception as e:  # noqa: BLE001 - the broker is down: the next change or restart applies it
+            logger.warning("Could not tell the workers to %s: %s", "resume" if consume else "drain", e)
 
 
 def _stop_workers(workers: list[WorkerProcess], *, grace_s: float) -> None:

@@ -30,6 +30,7 @@ from apps.devices.models import AuditLog, HardwarePool, Runner
 from apps.devices.services import audit_record
 from apps.submissions.events import publish_evaluation
 from apps.submissions.models import Evaluation, token_hash
+from gpu_runner.contract import PREBUILD_EXPIRES_S, PREBUILD_KEYS, PREBUILD_TASK, build_queue
 from gpu_runner.contract import RUNNER_STAGES as JOB_STAGES
 
 logger = logging.getLogger(__name__)
@@ -97,9 +98,24 @@ def evaluation_dispatch(*, evaluation_id: int, attempt: int, evaluation: Evaluat
         logger.exception("Could not send evaluation %s to %s; the sweeper will retry.", evaluation_id,
                          submission.pool.queue)
         return False
+    if submission.pool.device == "cuda":
+        _send_build_hint(job, submission.pool.queue)
     if publish:
         publish_evaluation(evaluation)
     return True
+
+
+def _send_build_hint(job: dict[str, Any], queue: str) -> None:
+    """The sources to the pool's build slots, which build the solution's extensions on a runner host while its GPU
+    evaluates earlier jobs (gpu_runner/prebuild.py). Only a hint: lost or expired, the evaluation builds itself."""
+    from kernelhub.celery import app
+
+    try:
+        app.send_task(PREBUILD_TASK, kwargs={"job": {k: job[k] for k in PREBUILD_KEYS}}, queue=build_queue(queue),
+                      expires=PREBUILD_EXPIRES_S)
+    except Exception:  # noqa: BLE001 - the evaluation itself was sent; it builds for itself
+        logger.warning("Could not send the build hint of evaluation %s to %s", job["evaluation_id"],
+                       build_queue(queue), exc_info=True)
 
 
 class JobRefused(Exception):

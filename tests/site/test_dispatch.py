@@ -62,3 +62,30 @@ def test_two_dispatchers_of_the_same_attempt_send_one_job(problem, alice, api, r
     with django_capture_on_commit_callbacks(execute=True):
         assert evaluation_dispatch(evaluation_id=body["evaluation_id"], attempt=0) is False
     assert len(redis_queue("pool.cpu")) == 1
+
+
+def test_a_gpu_pools_job_also_sends_a_build_hint_to_its_build_slots(problem, pools, alice, api, redis_queue,
+                                                                   django_capture_on_commit_callbacks):
+    from apps.submissions.problems import problem_load_from_file
+    from tests.evaluator.helpers import FIXTURES
+    from tests.site.conftest import PROBLEM_FILE
+
+    cuda_source = (FIXTURES / "relu_scale_cuda.py").read_text()
+
+    problem_load_from_file(path=PROBLEM_FILE, hardware=["cpu", "h200"])
+    redis_queue.client.delete("pool.h200.build", "pool.cpu.build")
+    with django_capture_on_commit_callbacks(execute=True):
+        body = submit(api(alice.token), hardware="h200", source=cuda_source).json()
+    [job] = [m["kwargs"]["job"] for m in redis_queue("pool.h200")]
+    raw = redis_queue.client.lrange("pool.h200.build", 0, -1)
+    [hint] = redis_queue("pool.h200.build")
+    redis_queue.client.delete("pool.h200.build")
+    assert hint["task"] == "gpu_runner.prebuild_job"
+    # The sources and nothing that could claim or answer the job.
+    assert hint["kwargs"]["job"] == {"evaluation_id": body["evaluation_id"], "problem_source": job["problem_source"],
+                                     "solution_source": job["solution_source"], "device": "cuda"}
+    assert job["job_token"] not in raw[0].decode()
+    # A CPU pool's builds would share the cores its timing runs on: none there.
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(api(alice.token), hardware="cpu", source=SOLUTION_SOURCE + "\n# again\n")
+    assert redis_queue.client.llen("pool.cpu.build") == 0

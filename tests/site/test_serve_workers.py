@@ -3,7 +3,7 @@ one for a CPU pool, each on the pool's queue with concurrency 1 and prefetch 1. 
 
 import pytest
 
-from gpu_runner.worker import app, gpu_indices, worker_processes
+from gpu_runner.worker import app, build_worker, gpu_indices, worker_processes
 
 
 def _config(device: str) -> dict:
@@ -61,8 +61,33 @@ def test_a_cuda_pool_gets_one_worker_per_gpu_pinned():
         pytest.skip("no NVIDIA GPU on this host")
     workers = worker_processes(config=_config("cuda"), site_url="http://site", secret="s", pool_workers=None,
                                loglevel="info")
-    assert [w.env["CUDA_VISIBLE_DEVICES"] for w in workers] == [str(i) for i in gpus]
-    assert all(_option(w.argv, "-Q") == "pool.h200" for w in workers)
+    *evaluators, builder = workers
+    assert [w.env["CUDA_VISIBLE_DEVICES"] for w in evaluators] == [str(i) for i in gpus]
+    assert all(_option(w.argv, "-Q") == "pool.h200" for w in evaluators)
+    # The build slots: no GPU, the pool's build queue, keyed for the GPUs' architecture.
+    assert builder.builds and builder.env["CUDA_VISIBLE_DEVICES"] == "" and builder.queue == "pool.h200.build"
+    assert builder.env["TORCH_CUDA_ARCH_LIST"]
     one = worker_processes(config=_config("cuda"), site_url="http://site", secret="s", pool_workers=1,
                            loglevel="info")
-    assert [w.env["CUDA_VISIBLE_DEVICES"] for w in one] == [str(gpus[0])]
+    assert [w.env["CUDA_VISIBLE_DEVICES"] for w in one if not w.builds] == [str(gpus[0])]
+
+
+def test_a_cuda_pools_build_slots_take_its_build_queue_with_no_gpu(monkeypatch):
+    monkeypatch.setenv("KERNELHUB_BUILD_SLOTS", "3")
+    builder = build_worker(config=_config("cuda"), site_url="http://site", secret="khr_s", loglevel="info",
+                           host="gpu-host")
+    assert builder is not None and builder.builds
+    assert _option(builder.argv, "-Q") == "pool.h200.build" and _option(builder.argv, "-c") == "3"
+    assert builder.env["CUDA_VISIBLE_DEVICES"] == "" and builder.env["KERNELHUB_PRESTART"] == "false"
+    assert "khr_s" not in " ".join(builder.argv)
+    monkeypatch.setenv("KERNELHUB_BUILD_SLOTS", "0")
+    assert build_worker(config=_config("cuda"), site_url="http://site", secret="s", loglevel="info",
+                        host="gpu-host") is None
+    monkeypatch.setenv("KERNELHUB_BUILD_SLOTS", "-1")
+    with pytest.raises(SystemExit, match="KERNELHUB_BUILD_SLOTS"):
+        build_worker(config=_config("cuda"), site_url="http://site", secret="s", loglevel="info", host="gpu-host")
+
+
+def test_a_build_hint_is_taken_off_the_queue_at_once():
+    # Lost with its worker, a hint only means the evaluation builds for itself: nothing to redeliver.
+    assert not app.tasks["gpu_runner.prebuild_job"].acks_late
