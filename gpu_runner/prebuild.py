@@ -3,8 +3,8 @@
 A fresh nvcc build of a KernelBench solution takes about a minute of CPU; the GPU has nothing to do meanwhile.
 So with every job for a CUDA pool the site also sends a build hint (the problem's and the solution's sources, no
 job token) to the pool's build queue (`contract.build_queue`: pool.h200 -> pool.h200.build). `python -m gpu_runner
-serve` runs one Celery worker there with several processes (KERNELHUB_BUILD_SLOTS, default a quarter of the
-host's cores) and no GPU. Each takes a hint and runs `build_ahead`: the evaluation's own admission (format, the
+serve` runs one Celery worker there with several processes (KERNELHUB_BUILD_SLOTS, default half the host's
+cores) and no GPU. Each takes a hint and runs `build_ahead`: the evaluation's own admission (format, the
 static pre-screen), then the solution's sandboxed child imports the solution with no GPU to reach (its
 CUDA_VISIBLE_DEVICES empty and the GPU's device nodes bound to /dev/null in its mount namespace), and its
 load_inline/load requests are built by the trusted parent into the host's build cache (gpu_runner/builds.py),
@@ -28,8 +28,9 @@ from gpu_runner.evaluate import EvaluatorError, Verdict, _Run, _skeleton
 
 
 def build_slots() -> int:
-    """How many builds a host makes at once: KERNELHUB_BUILD_SLOTS, by default a quarter of its cores (each
-    nvcc build runs its own compiler processes), at least one."""
+    """How many builds a host makes at once: KERNELHUB_BUILD_SLOTS, by default half its cores (a load_inline
+    build compiles its C++ wrapper and its CUDA file side by side, one core each, most of its time on one), so
+    that the other half is left to the evaluations' own processes; at least one."""
     value = os.environ.get("KERNELHUB_BUILD_SLOTS", "")
     if value:
         try:
@@ -40,7 +41,7 @@ def build_slots() -> int:
         if slots < 0:
             raise ValueError(f"KERNELHUB_BUILD_SLOTS={value!r}: 0 or more")
         return slots
-    return max(1, (os.cpu_count() or 1) // 4)
+    return max(1, (os.cpu_count() or 1) // 2)
 
 
 def build_ahead(problem_source: str, solution_source: str, *, device: str = "cuda") -> dict[str, Any]:

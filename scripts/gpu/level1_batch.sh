@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# KernelBench level-1 problems at their own sizes through the real path on a GPU host (the site, its queue, `python
+# -m gpu_runner serve` with its build slots), issue 13. Each step under its own timeout, never past BUDGET_S (560):
+#   1. (TESTS=1) the CUDA tests of the build slots: a child with no GPU cannot reach it, a CUDA extension built
+#      ahead is found built (tests/evaluator/test_prebuild.py), serve's workers (tests/site/test_serve_workers.py)
+#   2. benchmarks/kernelbench_batch.py --passes PASSES (1) on the solutions of PROBLEMS (a list of level-1 file
+#      names without .py, taken from .carry/kb_solutions/level1), with (HARNESS=1) KernelBench's own evaluation of
+#      the same solution files after our passes (benchmarks/kernelbench_reference_harness.py, KernelBench's code
+#      from .carry/kernelbench_src), so that both figures come from the same host in the same run
+# nvidia-smi (utilisation, memory) and `free` are sampled every 2 s beside it.
+# Carry: .whl, .carry (scripts/gpu/carry.sh; .carry/kernelbench/level1 from KernelBench, .carry/kb_solutions/level1
+# from benchmarks/kernelbench_solutions.py, .carry/kernelbench_src for HARNESS=1). Writes under $OUT: level1_batch.log
+# (steps, the batch's table, the build slots' lines of serve's log, the samples' peaks) and level1_batch.tar.gz
+# (the batch's JSON and logs, the samples, steps.log). Knobs: BATCH_S (the batch step's timeout), HARNESS_S.
+# DEVICE=cpu rehearses it with the CPU problems and examples (no build slots there: a CPU pool has none).
+set -u
+cd "$(dirname "$0")/../.."
+. scripts/gpu/host_env.sh
+BUDGET_S=${BUDGET_S:-560}
+DEVICE=${DEVICE:-cuda}
+PROBLEMS=${PROBLEMS:-22_Tanh 23_Softmax 24_LogSoftmax}
+RUN_LOG=level1_batch.log
+. scripts/gpu/steps.sh
+log "problems: $PROBLEMS; device $DEVICE; build slots ${KERNELHUB_BUILD_SLOTS:-default}"
+
+sample() {
+  while true; do
+    gpu=$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
+    echo "$(date -u +%H:%M:%S),${gpu:-,},$(free -m | awk '/^Mem:/ {print $3}')" | tr -d ' ' >> "$OUT/samples.txt"
+    sleep 2
+  done
+}
+sample & SAMPLER=$!
+trap 'kill $SAMPLER 2>/dev/null' EXIT
+
+if [ "${TESTS:-1}" = 1 ] && [ "$DEVICE" = cuda ]; then
+  step prebuild_tests 200 prebuild_tests.txt $PY -m pytest -q -x -m cuda -p no:cacheprovider \
+    tests/evaluator/test_prebuild.py tests/site/test_serve_workers.py
+  tail -n 3 "$OUT/prebuild_tests.txt" | tee -a "$OUT/$RUN_LOG"
+fi
+
+SOLUTIONS=$(mktemp -d /tmp/kb-solutions.XXXX)
+mkdir -p "$SOLUTIONS/level1" "$OUT/batch_logs"
+if [ "$DEVICE" = cuda ]; then
+  for name in $PROBLEMS; do
+    cp ".carry/kb_solutions/level1/$name.py" "$SOLUTIONS/level1/" || log "no solution for $name"
+  done
+  where=(--kernelbench .carry/kernelbench --level 1 --pool h200)
+else
+  cp examples/cpu/cpp/gelu_erf_cpu.py examples/cpu/cpp/cumsum_rows_cpu.py "$SOLUTIONS/level1/"
+  where=(--problems problems/cpu --pool cpu)
+fi
+harness=()
+reserve=0
+if [ "${HARNESS:-0}" = 1 ]; then
+  reserve=$((${HARNESS_S:-240} + 40))
+  harness=(--kernelbench-harness "$PY benchmarks/kernelbench_reference_harness.py --kernelbench-src
+.carry/kernelbench_src --problems .carry/kernelbench/level1 --solutions $SOLUTIONS/level1
+--out $OUT/kernelbench_harness.json --deadline-s ${HARNESS_S:-240}" --harness-timeout $((${HARNESS_S:-240} + 40)))
+fi
+left=$((BUDGET_S - SECONDS - 10))
+step batch "${BATCH_S:-$left}" batch.txt $PY benchmarks/kernelbench_batch.py "${where[@]}" --solutions "$SOLUTIONS" \
+  --passes "${PASSES:-1}" --timeout $((${BATCH_S:-$left} - 15 - reserve)) --out "$OUT/batch.json" \
+  --logs "$OUT/batch_logs" "${harness[@]}"
+grep -v '^\[' "$OUT/batch.txt" | tail -n 25 | tee -a "$OUT/$RUN_LOG"
+grep -h "Build ahead\|build slots" "$OUT"/batch_logs/*.log 2>/dev/null | sed 's/^.*gpu_runner.worker //' \
+  | cut -c1-300 | tail -n 30 | tee -a "$OUT/$RUN_LOG"
+kill $SAMPLER 2>/dev/null
+# time,gpu busy %,gpu memory MiB,host used MiB
+awk -F, '{if ($2 + 0 > u) u = $2 + 0; if ($3 + 0 > m) m = $3 + 0; if ($4 + 0 > h) h = $4 + 0; n++; s += $2}
+  END {print "peaks: gpu busy " u " % (mean " (n ? s / n : 0) " %), gpu memory " m " MiB, host used " h " MiB, " n " samples"}' \
+  "$OUT/samples.txt" | tee -a "$OUT/$RUN_LOG"
+rm -rf "$SOLUTIONS"
+log "done"
+pack level1_batch
