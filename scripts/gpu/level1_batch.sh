@@ -56,7 +56,7 @@ if [ "${HARNESS:-0}" = 1 ]; then
   reserve=$((${HARNESS_S:-240} + 40))
   harness=(--kernelbench-harness "$PY benchmarks/kernelbench_reference_harness.py --kernelbench-src
 .carry/kernelbench_src --problems .carry/kernelbench/level1 --solutions $SOLUTIONS/level1
---out $OUT/kernelbench_harness.json --deadline-s ${HARNESS_S:-240}" --harness-timeout $((${HARNESS_S:-240} + 40)))
+--out $OUT/kernelbench_harness.json --device cuda --gpu-arch Hopper --deadline-s ${HARNESS_S:-240}" --harness-timeout $((${HARNESS_S:-240} + 40)))
 fi
 left=$((BUDGET_S - SECONDS - 10))
 step batch "${BATCH_S:-$left}" batch.txt $PY benchmarks/kernelbench_batch.py "${where[@]}" --solutions "$SOLUTIONS" \
