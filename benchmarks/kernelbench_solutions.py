@@ -1,5 +1,5 @@
-"""Writes honest CUDA solutions for KernelBench level 1's elementwise and dimension-reduction problems, for
-benchmarks/kernelbench_batch.py.
+"""Writes honest CUDA solutions for KernelBench level 1's elementwise, dimension-reduction and softmax
+problems, for benchmarks/kernelbench_batch.py.
 
     python benchmarks/kernelbench_solutions.py --out DIR
 
@@ -24,7 +24,15 @@ propagate NaN, as torch does; argmax and argmin keep the first index of the extr
 extreme (the first NaN's index), as torch does. Every problem takes torch.rand(128, 4096, 4095) (8 GiB) and
 reduces dim 1; reducing the last dim (inner == 1) is correct but leaves 31 of each warp's 32 threads idle.
 
-The kernels are written here once, from a template and a table for each family, rather than eighteen copies.
+Softmax and log-softmax (SOFTMAXES, 23 and 24): over the last dimension of a contiguous float32 tensor (dim 1
+of the problems' 4096 x 393216, 6 GiB; another dim is refused; 24's constructor takes `dim`, as the
+reference's does). One block of 512 threads per row and two passes over it: the first an online max and sum
+of exp(x - max), each thread's sum in float64 (rescaled in float64 when its max grows), folded over the block
+in a fixed order; the second writes expf(x - M) / S (by a reciprocal held in two floats) or x - (M + log S)
+(in float64), float4 loads and stores where x's and y's rows are 16-byte aligned alike. A NaN makes its row
+NaN, as in torch.
+
+The kernels are written here once, from a template and a table for each family, rather than twenty copies.
 """
 
 from __future__ import annotations
@@ -270,6 +278,195 @@ class ModelNew(nn.Module):
 '''
 
 
+# KernelBench level-1 file -> (the reference's computation, log-softmax rather than softmax, whether the
+# constructor takes `dim` as the reference's does; 23's forward fixes dim 1).
+SOFTMAXES: dict[str, tuple[str, bool, bool]] = {
+    "23_Softmax": ("torch.softmax(x, dim=1)", False, False),
+    "24_LogSoftmax": ("torch.log_softmax(x, dim=dim)", True, True),
+}
+
+SOFTMAX_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/{name}.py, written by
+benchmarks/kernelbench_solutions.py: y = {call}, for a contiguous float32 x,
+over its last dimension (dim 1 of the problem's 2-D input; another dim is refused).
+
+One block of 512 threads per row, two passes over it. The first keeps, in each thread, a running max m of its
+values and the sum s of exp(x - m) in float64, rescaled by exp(m_old - m_new) (float64) when m grows; a
+float4's four expf values are added in float32, then to s. The block folds the threads' (m, s) into the
+row's max M and sum S, in a fixed order. expf is CUDA's accurate one (no fast math). The second pass writes
+{write}.
+A NaN makes its whole row NaN, as in torch's CUDA kernel."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = "torch::Tensor softmax_over_dim(torch::Tensor x, int64_t dim);"
+
+CUDA_SOURCE = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+constexpr bool LOG = {log};  // log-softmax rather than softmax
+constexpr int THREADS = 512;  // a block's, one row's
+constexpr int WARPS = THREADS / 32;
+constexpr int UNROLL = 4;     // float4 loads in flight per thread
+
+// exp(from - to) in float64, to being the larger max; 1 where they are equal (both -inf too).
+__device__ __forceinline__ double rescale(float from, float to) {{
+    return from == to ? 1.0 : exp((double)from - (double)to);
+}}
+
+// A running (m, s): m, the max of the values folded so far (-inf before any, never NaN); s, the sum of their
+// exp(x - m), or while m is -inf (every value so far -inf or NaN) of their exp(x): 0, or NaN.
+__device__ __forceinline__ float shift(float m) {{ return m == -INFINITY ? 0.f : m; }}
+
+__device__ __forceinline__ void fold4(float& m, double& s, const float4 v) {{
+    const float top = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));  // a NaN is skipped here, and reaches s below
+    if (top > m) {{
+        s *= rescale(m, top);
+        m = top;
+    }}
+    const float c = shift(m);
+    s += (double)((expf(v.x - c) + expf(v.y - c)) + (expf(v.z - c) + expf(v.w - c)));
+}}
+
+__device__ __forceinline__ void fold1(float& m, double& s, const float v) {{
+    if (v > m) {{
+        s *= rescale(m, v);
+        m = v;
+    }}
+    s += (double)expf(v - shift(m));
+}}
+
+// Folds the running (mo, so) into (m, s); the same result in either order.
+__device__ __forceinline__ void combine(float& m, double& s, const float mo, const double so) {{
+    const float top = fmaxf(m, mo);
+    s = s * rescale(m, top) + so * rescale(mo, top);
+    m = top;
+}}
+
+// The output element of x = v, from the row's max M and sum S (S = 1 / (hi + lo), lse = M + log(S)).
+struct Out {{
+    float M, hi, lo;
+    double lse;
+    __device__ __forceinline__ float operator()(const float v) const {{
+        if (LOG) return (float)((double)v - lse);
+        const float e = expf(v - M);
+        return fmaf(e, hi, e * lo);  // e / S, rounded once (nearly): hi + lo holds 1 / S to 48 bits
+    }}
+    __device__ __forceinline__ float4 operator()(const float4 v) const {{
+        return make_float4((*this)(v.x), (*this)(v.y), (*this)(v.z), (*this)(v.w));
+    }}
+}};
+
+// x and y are (rows, R), contiguous; block b does row b. The row is split into scalars [0, head), float4s
+// from head to tail, and scalars [tail, R); into scalars alone where x's and y's rows are not 16-byte
+// aligned alike.
+__global__ void __launch_bounds__(THREADS, 2) softmax_rows(const float* __restrict__ x, float* __restrict__ y,
+                                                            int64_t R) {{
+    __shared__ float part_m[WARPS];
+    __shared__ double part_s[WARPS];
+    const float* xr = x + (int64_t)blockIdx.x * R;
+    float* yr = y + (int64_t)blockIdx.x * R;
+    const uintptr_t ax = reinterpret_cast<uintptr_t>(xr), ay = reinterpret_cast<uintptr_t>(yr);
+    int64_t head = R, n4 = 0;
+    if (((ax ^ ay) & 15) == 0) {{
+        head = (int64_t)(((16 - (ax & 15)) & 15) / 4);
+        if (head > R) head = R;
+        n4 = (R - head) / 4;
+    }}
+    const int64_t tail = head + 4 * n4;
+    const float4* x4 = reinterpret_cast<const float4*>(xr + head);
+    float4* y4 = reinterpret_cast<float4*>(yr + head);
+    const int t = threadIdx.x;
+
+    // Pass 1: this thread's (m, s) over float4s t, t + THREADS, ..., then its scalars.
+    float m = -INFINITY;
+    double s = 0.0;
+    int64_t i = t;
+    for (; i + (UNROLL - 1) * THREADS < n4; i += UNROLL * THREADS) {{
+        float4 v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) v[k] = x4[i + k * THREADS];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) fold4(m, s, v[k]);
+    }}
+    for (; i < n4; i += THREADS) fold4(m, s, x4[i]);
+    for (int64_t j = t; j < head; j += THREADS) fold1(m, s, xr[j]);
+    for (int64_t j = tail + t; j < R; j += THREADS) fold1(m, s, xr[j]);
+
+    // The row's (M, S): a butterfly within each warp (every lane ends with its warp's), then the warps' in
+    // order, by every thread.
+    for (int off = 16; off > 0; off >>= 1)
+        combine(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
+    if ((t & 31) == 0) {{
+        part_m[t >> 5] = m;
+        part_s[t >> 5] = s;
+    }}
+    __syncthreads();
+    m = part_m[0];
+    s = part_s[0];
+    for (int w = 1; w < WARPS; ++w) combine(m, s, part_m[w], part_s[w]);
+
+    // Pass 2. A row of -inf alone has M = -inf and S = 0: NaN throughout, as in torch.
+    const double inv = 1.0 / s;
+    const float hi = (float)inv;
+    const Out out{{m, hi, (float)(inv - (double)hi), (double)m + log(s)}};
+    i = t;
+    for (; i + (UNROLL - 1) * THREADS < n4; i += UNROLL * THREADS) {{
+        float4 v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) v[k] = x4[i + k * THREADS];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) y4[i + k * THREADS] = out(v[k]);
+    }}
+    for (; i < n4; i += THREADS) y4[i] = out(x4[i]);
+    for (int64_t j = t; j < head; j += THREADS) yr[j] = out(xr[j]);
+    for (int64_t j = tail + t; j < R; j += THREADS) yr[j] = out(xr[j]);
+}}
+
+torch::Tensor softmax_over_dim(torch::Tensor x, int64_t dim) {{
+    TORCH_CHECK(x.is_cuda(), "expects a CUDA tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "expects a float32 tensor, got ", x.scalar_type());
+    TORCH_CHECK(x.is_contiguous(), "expects a contiguous tensor");
+    const int64_t nd = x.dim();
+    TORCH_CHECK(nd > 0, "expects a tensor of at least one dimension");
+    const int64_t d = dim < 0 ? dim + nd : dim;
+    // Integers reach the messages as strings: streaming an int64_t into one crashed the process on the GPU
+    // machine's torch build (2.11, a refused dim), where a string does not.
+    TORCH_CHECK(d == nd - 1, "normalises over the last dimension only (", std::to_string(nd - 1),
+                " or -1 for a tensor of ", std::to_string(nd), " dimensions), got dim ", std::to_string(dim));
+    const c10::cuda::CUDAGuard guard(x.device());
+    auto y = torch::empty_like(x);
+    const int64_t R = x.size(nd - 1);
+    if (x.numel() == 0) return y;
+    const int64_t rows = x.numel() / R;
+    TORCH_CHECK(rows <= INT_MAX, "too many rows: ", std::to_string(rows));
+    softmax_rows<<<(unsigned)rows, THREADS, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), y.data_ptr<float>(), R);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}}
+"""
+
+_ext = load_inline(name="kh_kb_l1_{number}", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["softmax_over_dim"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self{signature}):
+        super().__init__()
+        self.dim = {dim}
+
+    def forward(self, x):
+        return _ext.softmax_over_dim(x, self.dim)
+'''
+
+
 def source(name: str) -> str:
     expression, parameter = ELEMENTWISE[name]
     if parameter is None:
@@ -292,6 +489,15 @@ def reduction_source(name: str) -> str:
         keepdim="true" if keepdim else "false")
 
 
+def softmax_source(name: str) -> str:
+    call, log, takes_dim = SOFTMAXES[name]
+    write = ("x - (M + log(S)) in float64, rounded once to float32" if log else
+             "expf(x - M) / S, as a product by 1 / S held in two floats (hi + lo), rounded about once")
+    return SOFTMAX_TEMPLATE.format(
+        name=name, call=call, write=write, log="true" if log else "false", number=name.split("_")[0],
+        signature=", dim: int = 1" if takes_dim else "", dim="int(dim)" if takes_dim else "1")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
@@ -302,7 +508,9 @@ def main() -> None:
         (folder / f"{name}.py").write_text(source(name))
     for name in REDUCTIONS:
         (folder / f"{name}.py").write_text(reduction_source(name))
-    print(f"{len(ELEMENTWISE) + len(REDUCTIONS)} solutions in {folder}")
+    for name in SOFTMAXES:
+        (folder / f"{name}.py").write_text(softmax_source(name))
+    print(f"{len(ELEMENTWISE) + len(REDUCTIONS) + len(SOFTMAXES)} solutions in {folder}")
 
 
 if __name__ == "__main__":
