@@ -278,11 +278,18 @@ def _cuda_present() -> bool:
 TRUSTED_MEMORY_FACTOR = 1.5
 
 
+# A build slot's child on a GPU host imports a CUDA build of torch, whose libraries map more address space than
+# the CPU wheel's: its limit is this many times the CPU track's.
+BUILD_SLOT_MEMORY_FACTOR = 2.0
+
+
 def _limits(device: str, role: str = "solution", *, gpu: bool = True) -> sandbox.Limits:
-    """gpu=False: a build slot's child, which sees no GPU and so needs the CPU track's address-space limit."""
+    """gpu=False: a build slot's child, which sees no GPU, and so gets an address-space limit as on the CPU."""
     wall = float(os.environ.get("KERNELHUB_CHILD_WALL_S", "900"))
     mem = None if device == "cuda" and gpu else \
         int(float(os.environ.get("KERNELHUB_CHILD_MEMORY_GB", "8")) * (1 << 30))
+    if mem is not None and device == "cuda":
+        mem = int(mem * BUILD_SLOT_MEMORY_FACTOR)
     if mem is not None and role != "solution":
         mem = int(mem * TRUSTED_MEMORY_FACTOR)
     return sandbox.Limits(wall_s=wall, cpu_s=int(wall * (os.cpu_count() or 1)), memory_bytes=mem, gpu=gpu)
