@@ -140,6 +140,7 @@ class Harness:
         from gpu_runner import ipc
 
         self.ipc = ipc
+        self.close_fd = os.close
         self.slot: Any = None
         if role == "solution":
             # Imported now, before the job arrives (a pre-started child waits here, gpu_runner/warm.py): entering
@@ -675,10 +676,20 @@ class Harness:
     def op_ipc_slot(self, msg: dict) -> dict:
         """Map the device memory the parent lends for outputs (gpu_runner/ipc.py); where that fails, say why: the
         parent then reads files."""
+        fd = None
+        if msg.get("kind") == "fd":
+            # A capability slot: its descriptor follows the request on the channel; taken first, whatever happens
+            # next, so that the channel stays in step.
+            fds = self.channel.recv_fds(deadline=self.monotonic() + 30)
+            fd = fds[0] if fds else None
+            for extra in fds[1:]:
+                self.close_fd(extra)
         if self.device != "cuda":
+            if fd is not None:
+                self.close_fd(fd)
             return {"mapped": False, "why": "not on a CUDA device"}
         try:
-            self.slot = self.ipc.Mapped(msg)
+            self.slot = self.ipc.Mapped(msg, fd=fd)
         except Exception as e:  # noqa: BLE001 - no IPC on this host: files serve
             return {"mapped": False, "why": f"{self.type(e).__name__}: {str(e)[:300]}"}
         return {"mapped": True}

@@ -148,6 +148,7 @@ class Session:
         self.op_seconds: dict[str, list[float]] = {}
         self.slot: ipc.Slot | None = None  # device memory lent to the child for its outputs (lend_slot)
         self.lent = False  # the child mapped it: its saves may be markers
+        self.pending_fds: list[int] = []  # a capability slot's descriptor, sent right after the next request
 
     def begin(self, on_build: Callable[[Any], dict[str, Any]] | None) -> None:
         """A pre-started child takes its job: its life is counted from now (gpu_runner/warm.py)."""
@@ -169,6 +170,9 @@ class Session:
             self.slot.poison()  # what the child leaves out reads as NaN, not as an earlier output
         try:
             channel.send({"op": op, **fields})
+            if self.pending_fds:
+                fds, self.pending_fds = self.pending_fds, []
+                channel.send_fds(fds)
         except ChannelClosed:
             raise _ChildGone(self.child.exit_description(), False) from None
         deadline = time.monotonic() + (timeout or _step_timeout())
@@ -216,19 +220,28 @@ class Session:
                                         f"{type(e).__name__}: {str(e)[:300]}") from None
         return load_tensors(self.workdir, name, max_bytes=MAX_OUTPUT_FILE, mmap_over=MMAP_OVER if trusted else None)
 
-    def lend_slot(self, nbytes: int, request: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    def lend_slot(self, nbytes: int, request: Callable[..., dict[str, Any]], *,
+                  capability: bool = False) -> dict[str, Any]:
         """Lend the child `nbytes` of device memory for its outputs (ipc.py), offered through `request` (the
-        ipc_slot op); what came of it, for the result. The slot is freed by close(), once the child is gone,
-        whatever the child answered: a child that says it could not map it may have."""
+        ipc_slot op); what came of it, for the result. capability: a slot whose only key is a descriptor passed
+        to this child alone (ipc.CapabilitySlot), else a legacy IPC handle. The slot is freed by close(), once
+        the child is gone, whatever the child answered: a child that says it could not map it may have."""
         try:
-            self.slot = ipc.Slot(nbytes)
+            self.slot = ipc.CapabilitySlot(nbytes) if capability else ipc.Slot(nbytes)
         except Exception as e:  # noqa: BLE001 - no CUDA IPC here: files serve
             return {"way": "files", "why": f"no slot: {str(e)[:300]}"}
-        reply = request(**self.slot.offer())
+        if isinstance(self.slot, ipc.CapabilitySlot):
+            self.pending_fds = [self.slot.fd]
+        try:
+            reply = request(**self.slot.offer())
+        finally:
+            self.pending_fds = []
+            if isinstance(self.slot, ipc.CapabilitySlot):
+                self.slot.close_fd()  # the child has its copy; this process keeps the mapping
         if not reply.get("mapped"):
             return {"way": "files", "why": f"the child could not map the slot: {str(reply.get('why'))[:300]}"}
         self.lent = True
-        return {"way": "cuda_ipc", "slot_bytes": self.slot.nbytes}
+        return {"way": "cuda_ipc_fd" if capability else "cuda_ipc", "slot_bytes": self.slot.nbytes}
 
     def close(self) -> list[int]:
         try:
@@ -696,25 +709,41 @@ class _Run:
             n_trials=N_TRIALS,
             sets_wanted=max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.device] // per_set)),
             keep_wanted=timing.batch_limits(self.device, output_bytes)[0], tmpfs_work=_tmpfs(sandbox.work_base()),
-            lent_outputs=self._checks_per_batch(output_bytes) if self._ipc_on() else 0)
+            lent_outputs=(self._checks_per_batch(output_bytes) + (self._ipc_mode() == "capability"))
+            if self._ipc_on() else 0)
+
+    def _ipc_mode(self) -> str:
+        """KERNELHUB_OUTPUT_IPC: `0` files only; `1` (the default) a legacy-handle slot for the solution's outputs;
+        `capability` capability slots (ipc.CapabilitySlot) for the solution's and the reference's."""
+        value = os.environ.get(IPC_VAR, "1").strip().lower()
+        if value not in ("0", "1", "capability"):
+            raise EvaluatorError(f"{IPC_VAR}={value!r}: use 0 (outputs through files), 1 (a slot of device memory "
+                                 "for the solution's outputs) or capability (slots for both children's)")
+        return value
 
     def _ipc_on(self) -> bool:
-        return self.device == "cuda" and os.environ.get(IPC_VAR, "1") != "0"
+        return self.device == "cuda" and self._ipc_mode() != "0"
 
     def _checks_per_batch(self, output_bytes: int) -> int:
         return timing.batch_limits(self.device, output_bytes)[1]
 
     def _lend(self, s: Session, nbytes: int) -> None:
-        """Device memory for the solution's outputs (ipc.py), where they are too large to keep (on demand); the
-        way they went, in checks.output_transfer. Only the solution's: the trusted reference's outputs still go
-        through files. A legacy CUDA IPC handle is not a capability (whoever has its bytes can open the
-        allocation), so an exported slot holding expected outputs could be read, or written, by the solution."""
-        if not self._ipc_on() or nbytes <= 0:
+        """Device memory for a child's outputs (ipc.py), where they are too large to keep (on demand); the way they
+        went, in checks.output_transfer. The trusted reference gets one only as a capability slot: a legacy
+        CUDA IPC handle is not a capability (whoever has its bytes can open the allocation), so a slot of its
+        holding expected outputs could be read, or written, by the solution; its outputs then go through files."""
+        capability = self._ipc_mode() == "capability"
+        if not self._ipc_on() or nbytes <= 0 or (s.role != "solution" and not capability):
             return
+        if s.role == "solution":
+            def offer(**fields: Any) -> dict[str, Any]:
+                return self._untrusted(s, "ipc_slot", "mapping the lent memory", **fields)
+        else:
+            def offer(**fields: Any) -> dict[str, Any]:
+                return self._trusted(s, "ipc_slot", **fields)
         with self.timed("output_slots"):
-            outcome = s.lend_slot(nbytes, lambda **offer: self._untrusted(s, "ipc_slot", "mapping the lent memory",
-                                                                          **offer))
-        self.result.checks["output_transfer"] = {s.role: outcome}
+            outcome = s.lend_slot(nbytes, offer, capability=capability)
+        self.result.checks.setdefault("output_transfer", {})[s.role] = outcome
 
     def _reference_outputs_held(self) -> None:
         ref = self.reference
@@ -727,6 +756,10 @@ class _Run:
         if remembered is not None:
             data = remembered
         else:
+            sizes = getattr(self, "sizes_before_trials", None)
+            o_b = int(sizes.get("output_bytes") or 0) if sizes else 0
+            if (N_TRIALS + 1) * o_b > memory_plan.EXPECTED_IN_MEMORY_BYTES:
+                self._lend(ref, o_b + SLOT_MARGIN)  # one output a request; only as a capability slot
             with self.timed("reference_trials"):
                 data = self._reference_trials(ref)
             if self.pool is not None and data.expected_mode == "memory":

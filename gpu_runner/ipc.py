@@ -24,6 +24,13 @@ does not read as an earlier call's output.
 
 Where the child cannot map the slot (no IPC on the host), the files serve, the result says why
 (checks.output_transfer), and the slot is freed once the child is gone.
+
+Capability slots (`CapabilitySlot`, KERNELHUB_OUTPUT_IPC=capability): device memory made with cuMemCreate and
+exported as a POSIX file descriptor, which the evaluator passes to its child alone, over the child's own channel
+(SCM_RIGHTS; protocol.Channel.send_fds). Only a process holding that descriptor can map the memory: no bytes to
+forge, nothing another evaluation's child could name. So a capability slot may hold the trusted reference's
+outputs too, which then come back in milliseconds instead of through a file, and a host's evaluations cannot
+reach each other's slots. Not yet run on a GPU: off unless asked for.
 """
 
 from __future__ import annotations
@@ -167,6 +174,138 @@ class Slot:
             self.ptr = 0
 
 
+# cuMemCreate's types (cuda.h): a pinned device allocation, exported as a POSIX file descriptor, read and written
+# by the device it lives on.
+_ALLOCATION_PINNED = 1
+_HANDLE_POSIX_FD = 1
+_LOCATION_DEVICE = 1
+_ACCESS_READ_WRITE = 3
+
+
+class _Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _AllocFlags(ctypes.Structure):
+    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class _AllocationProp(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", _Location),
+                ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", _AllocFlags)]
+
+
+class _AccessDesc(ctypes.Structure):
+    _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
+
+
+def _device_ordinal() -> int:
+    import torch
+
+    return int(torch.cuda.current_device())
+
+
+def _prop(device: int) -> _AllocationProp:
+    prop = _AllocationProp()
+    prop.type = _ALLOCATION_PINNED
+    prop.requestedHandleTypes = _HANDLE_POSIX_FD
+    prop.location = _Location(_LOCATION_DEVICE, device)
+    return prop
+
+
+def _map(d: _Driver, handle: int, nbytes: int, device: int) -> int:
+    """Reserve an address range, map the allocation there and open it to this device; returns the address."""
+    ptr = ctypes.c_uint64()
+    d.call("cuMemAddressReserve", ctypes.byref(ptr), ctypes.c_size_t(nbytes), ctypes.c_size_t(0), ctypes.c_uint64(0),
+           ctypes.c_ulonglong(0))
+    try:
+        d.call("cuMemMap", ctypes.c_uint64(ptr.value), ctypes.c_size_t(nbytes), ctypes.c_size_t(0),
+               ctypes.c_ulonglong(handle), ctypes.c_ulonglong(0))
+        try:
+            access = _AccessDesc(_Location(_LOCATION_DEVICE, device), _ACCESS_READ_WRITE)
+            d.call("cuMemSetAccess", ctypes.c_uint64(ptr.value), ctypes.c_size_t(nbytes), ctypes.byref(access),
+                   ctypes.c_size_t(1))
+        except IpcError:
+            d.call("cuMemUnmap", ctypes.c_uint64(ptr.value), ctypes.c_size_t(nbytes))
+            raise
+    except IpcError:
+        d.call("cuMemAddressFree", ctypes.c_uint64(ptr.value), ctypes.c_size_t(nbytes))
+        raise
+    return ptr.value
+
+
+def _unmap(d: _Driver, ptr: int, nbytes: int) -> None:
+    for name in ("cuMemUnmap", "cuMemAddressFree"):
+        try:
+            d.call(name, ctypes.c_uint64(ptr), ctypes.c_size_t(nbytes))
+        except IpcError:
+            pass
+
+
+class CapabilitySlot(Slot):
+    """A slot whose only key is a file descriptor (cuMemCreate, exported as POSIX_FILE_DESCRIPTOR): `fd`, passed to
+    the one child it is lent to over that child's channel, and closed here once sent."""
+
+    kind = "fd"
+
+    def __init__(self, nbytes: int) -> None:  # noqa: D107 - Slot's, with another allocation
+        if nbytes <= 0:
+            raise IpcError("an empty slot")
+        _bind_context()
+        d = driver()
+        self.device = _device_ordinal()
+        prop = _prop(self.device)
+        granularity = ctypes.c_size_t()
+        d.call("cuMemGetAllocationGranularity", ctypes.byref(granularity), ctypes.byref(prop), ctypes.c_int(0))
+        grain = max(int(granularity.value), 1)
+        self.nbytes = -(-int(nbytes) // max(grain, GRANULE)) * max(grain, GRANULE)
+        self.ptr, self.fd, self.handle_value = 0, -1, 0
+        handle = ctypes.c_ulonglong()
+        d.call("cuMemCreate", ctypes.byref(handle), ctypes.c_size_t(self.nbytes), ctypes.byref(prop),
+               ctypes.c_ulonglong(0))
+        self.handle_value = handle.value
+        try:
+            self.ptr = _map(d, handle.value, self.nbytes, self.device)
+            fd = ctypes.c_int(-1)
+            d.call("cuMemExportToShareableHandle", ctypes.byref(fd), ctypes.c_ulonglong(handle.value),
+                   ctypes.c_int(_HANDLE_POSIX_FD), ctypes.c_ulonglong(0))
+            self.fd = fd.value
+        except IpcError:
+            self.free()
+            raise
+        self.handle = b""
+
+    def offer(self) -> dict[str, Any]:
+        """The child's ipc_slot request; the descriptor itself follows the request on the channel (send_fds)."""
+        return {"kind": self.kind, "nbytes": self.nbytes}
+
+    def close_fd(self) -> None:
+        """The descriptor, once passed on: the child holds its own copy, this process the mapping."""
+        if self.fd >= 0:
+            import os
+
+            os.close(self.fd)
+            self.fd = -1
+
+    def free(self) -> None:
+        d = driver()
+        self.close_fd()
+        if self.ptr:
+            try:
+                _bind_context()
+            except Exception:  # noqa: BLE001 - a context already torn down frees it with the process
+                pass
+            _unmap(d, self.ptr, self.nbytes)
+            self.ptr = 0
+        if self.handle_value:
+            try:
+                d.call("cuMemRelease", ctypes.c_ulonglong(self.handle_value))
+            except IpcError:
+                pass
+            self.handle_value = 0
+
+
 def _validate(entries: Any, slot_nbytes: int) -> list[tuple[list[int], Any, int, int]]:
     import torch
 
@@ -213,18 +352,33 @@ class Mapped:
     """The child's side: the slot the evaluator lent, mapped into this process (child.op_ipc_slot; in the
     solution's child after its load, like every op the harness serves there)."""
 
-    def __init__(self, offer: dict[str, Any]) -> None:
-        raw = base64.b64decode(str(offer["handle"]))
-        if len(raw) != HANDLE_BYTES:
-            raise IpcError("a handle of the wrong size")
+    def __init__(self, offer: dict[str, Any], fd: int | None = None) -> None:
+        """offer: the ipc_slot request; fd: the descriptor of a capability slot (offer["kind"] "fd"), which the
+        harness received after the request (protocol.Channel.recv_fds) and which this closes once imported."""
         self.nbytes = int(offer["nbytes"])
         self.cursor = 0  # where the next save of the current request goes (reset by the harness per request)
         _bind_context()
         self.d = driver()
         self.copy = self.d.fn("cuMemcpyDtoD")
-        handle = Handle.from_buffer_copy(raw)
+        if offer.get("kind") == CapabilitySlot.kind:
+            if fd is None:
+                raise IpcError("a capability slot came without its descriptor")
+            try:
+                handle = ctypes.c_ulonglong()
+                self.d.call("cuMemImportFromShareableHandle", ctypes.byref(handle), ctypes.c_void_p(fd),
+                            ctypes.c_int(_HANDLE_POSIX_FD))
+            finally:
+                import os
+
+                os.close(fd)
+            self.ptr = _map(self.d, handle.value, self.nbytes, _device_ordinal())
+            return
+        raw = base64.b64decode(str(offer["handle"]))
+        if len(raw) != HANDLE_BYTES:
+            raise IpcError("a handle of the wrong size")
+        handle_ = Handle.from_buffer_copy(raw)
         ptr = ctypes.c_uint64()
-        self.d.call("cuIpcOpenMemHandle", ctypes.byref(ptr), handle, ctypes.c_uint(LAZY_ENABLE_PEER_ACCESS))
+        self.d.call("cuIpcOpenMemHandle", ctypes.byref(ptr), handle_, ctypes.c_uint(LAZY_ENABLE_PEER_ACCESS))
         self.ptr = ptr.value
 
     def put(self, tensors: list[Any]) -> bytes | None:

@@ -66,6 +66,33 @@ class Channel:
             n -= len(chunk)
         return b"".join(chunks)
 
+    # File descriptors (a capability slot's, ipc.py) travel after a message as one byte with SCM_RIGHTS: the reader
+    # reads messages to their exact length, so that byte is never swallowed by a message's read, and the op the
+    # message asked for takes it with recv_fds before the next message.
+    FD_BYTE = b"F"
+    MAX_FDS = 4
+
+    def send_fds(self, fds: list[int]) -> None:
+        try:
+            socket.send_fds(self.sock, [self.FD_BYTE], fds)
+        except OSError as e:
+            raise ChannelClosed(str(e)) from None
+
+    def recv_fds(self, deadline: float | None = None) -> list[int]:
+        if deadline is not None:
+            ready, _, _ = select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise ChannelTimeout()
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(self.sock, 1, self.MAX_FDS)
+        except OSError as e:
+            raise ChannelClosed(str(e)) from None
+        if data != self.FD_BYTE:
+            for fd in fds:
+                os.close(fd)
+            raise ProtocolError("descriptors were expected on the channel, something else came")
+        return list(fds)
+
     def spin_until_readable(self, until: float) -> bool:
         """Poll, never sleeping, until a message is waiting or time.monotonic() passes `until`; True if one is.
         A child between timed calls waits this way: a thread that sleeps in recv wakes, when the next call's

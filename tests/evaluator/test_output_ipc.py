@@ -109,3 +109,78 @@ def test_a_2_gib_problem_moves_its_outputs_through_lent_device_memory(monkeypatc
                                          base=CUDA_SOLUTION), device="cuda")
     assert wrong["verdict"] == "wrong_answer", wrong["message"]
     assert wrong["checks"]["output_transfer"]["solution"]["way"] == "cuda_ipc"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
+def test_capability_slots_carry_both_childrens_outputs(monkeypatch):
+    monkeypatch.setenv("KERNELHUB_TIMING_BUDGET_S", "2")
+    monkeypatch.setenv("KERNELHUB_OUTPUT_IPC", "capability")
+    result = evaluate(LARGE, CUDA_SOLUTION, device="cuda")
+    assert result["verdict"] == "accepted", result["message"]
+    transfer = result["checks"]["output_transfer"]
+    # Descriptors passed to each child alone: the reference's expected outputs may come back this way too.
+    assert {transfer[role]["way"] for role in ("solution", "eager")} == {"cuda_ipc_fd"}, transfer
+    wrong = evaluate(LARGE, with_forward("return ext.relu_scale(x.contiguous(), self.scale * 1.01)",
+                                         base=CUDA_SOLUTION), device="cuda")
+    assert wrong["verdict"] == "wrong_answer", wrong["message"]
+
+
+def test_descriptors_follow_a_message_without_being_read_as_one(tmp_path):
+    import socket
+
+    from gpu_runner.protocol import Channel
+
+    a, b = socket.socketpair()
+    sender, receiver = Channel(a), Channel(b)
+    target = tmp_path / "shared"
+    target.write_bytes(b"")
+    fd = os.open(target, os.O_RDWR)
+    try:
+        sender.send({"op": "ipc_slot", "kind": "fd"})
+        sender.send_fds([fd])
+        sender.send({"op": "ping"})
+        assert receiver.recv()["op"] == "ipc_slot"
+        [got] = receiver.recv_fds(deadline=None)
+        assert receiver.recv()["op"] == "ping"
+        os.write(got, b"through the passed descriptor")
+        os.close(got)
+        assert target.read_bytes() == b"through the passed descriptor"
+        # A message where descriptors were expected: refused, not taken as a descriptor.
+        sender.send({"op": "ping"})
+        with pytest.raises(Exception, match="descriptors were expected"):
+            receiver.recv_fds(deadline=None)
+    finally:
+        os.close(fd)
+        sender.close()
+        receiver.close()
+
+
+def test_a_child_takes_a_slots_descriptor_and_stays_in_step(tmp_path):
+    """On the CPU the child cannot map device memory, but it must still take the descriptor that follows a
+    capability slot's request, so that the next request is read as one."""
+    from gpu_runner.evaluate import Session, _limits
+
+    s = Session("eager", device="cpu", limits_=_limits("cpu", "eager"))
+    try:
+        (tmp_path / "f").write_bytes(b"")
+        fd = os.open(tmp_path / "f", os.O_RDONLY)
+        s.pending_fds = [fd]
+        reply = s.request("ipc_slot", kind="fd", nbytes=1 << 21)
+        os.close(fd)
+        assert reply["mapped"] is False and "not on a CUDA device" in reply["why"]
+        assert s.request("ping") is not None
+    finally:
+        s.close()
+
+
+def test_an_unknown_output_ipc_setting_is_refused_with_the_choices(monkeypatch):
+    from gpu_runner.evaluate import EvaluatorError, _Run, _skeleton
+
+    monkeypatch.setenv("KERNELHUB_OUTPUT_IPC", "fast")
+    problem = (FIXTURES / "relu_scale.py").read_text()
+    run = _Run(problem, CUDA_SOLUTION, {}, "cuda", 0, None, _skeleton(problem, CUDA_SOLUTION, "cuda", 0))
+    with pytest.raises(EvaluatorError, match="use 0 .* 1 .* or capability"):
+        run._ipc_on()
