@@ -265,22 +265,13 @@ def worker_processes(*, config: dict[str, Any], site_url: str, secret: str, pool
     workers = []
     for index, pin in enumerate(pins):
         label = f"gpu{pin}" if pin else f"cpu{index}"
-        env = dict(os.environ)
-        env.update({
-            "KERNELHUB_SITE_URL": site_url,
-            "KERNELHUB_RUNNER_TOKEN": secret,
-            "KERNELHUB_BROKER_URL": config["broker_url"],
-            "KERNELHUB_SOFT_TIME_LIMIT_S": str(config["soft_time_limit_s"]),
-            "KERNELHUB_TIME_LIMIT_S": str(config["time_limit_s"]),
-            "KERNELHUB_VISIBILITY_TIMEOUT_S": str(config["visibility_timeout_s"]),
+        env = _worker_env(config, site_url, secret, {
             "KERNELHUB_KEEPALIVE_S": str(config["keepalive_s"]),
             # One GPU per worker; a CPU worker sees none, so nothing it runs can reach a GPU.
             "CUDA_VISIBLE_DEVICES": pin,
             "KERNELHUB_WORKER_LABEL": label,
         })
-        argv = [sys.executable, "-m", "celery", "-A", "gpu_runner.worker", "worker", "-Q", config["queue"],
-                "-c", "1", "-P", "prefork", "--prefetch-multiplier", "1", "--without-gossip", "--without-mingle",
-                "-n", f"{config['name']}-{label}@{host}", "-l", loglevel]
+        argv = _celery_argv(config["queue"], 1, f"{config['name']}-{label}@{host}", loglevel)
         workers.append(WorkerProcess(label, argv, env))
     if config["device"] == "cuda":
         builder = build_worker(config=config, site_url=site_url, secret=secret, loglevel=loglevel, host=host)
@@ -302,6 +293,19 @@ def build_worker(*, config: dict[str, Any], site_url: str, secret: str, loglevel
         raise SystemExit(str(e)) from None
     if slots == 0:
         return None
+    env = _worker_env(config, site_url, secret, {
+        "CUDA_VISIBLE_DEVICES": "",
+        "TORCH_CUDA_ARCH_LIST": builds.cuda_arch_list(),
+        "KERNELHUB_WORKER_LABEL": "",  # no warm pool, no calibration after a job
+        "KERNELHUB_PRESTART": "false",
+    })
+    argv = _celery_argv(build_queue(config["queue"]), slots, f"{config['name']}-builds@{host}", loglevel)
+    return WorkerProcess("builds", argv, env, builds=True)
+
+
+def _worker_env(config: dict[str, Any], site_url: str, secret: str, own: dict[str, str]) -> dict[str, str]:
+    """A worker's environment: serve's, the site's address, the runner's secret (never on the command line), the
+    broker and the time limits from the site, then the worker's `own`."""
     env = dict(os.environ)
     env.update({
         "KERNELHUB_SITE_URL": site_url,
@@ -310,15 +314,15 @@ def build_worker(*, config: dict[str, Any], site_url: str, secret: str, loglevel
         "KERNELHUB_SOFT_TIME_LIMIT_S": str(config["soft_time_limit_s"]),
         "KERNELHUB_TIME_LIMIT_S": str(config["time_limit_s"]),
         "KERNELHUB_VISIBILITY_TIMEOUT_S": str(config["visibility_timeout_s"]),
-        "CUDA_VISIBLE_DEVICES": "",
-        "TORCH_CUDA_ARCH_LIST": builds.cuda_arch_list(),
-        "KERNELHUB_WORKER_LABEL": "",  # no warm pool, no calibration after a job
-        "KERNELHUB_PRESTART": "false",
+        **own,
     })
-    argv = [sys.executable, "-m", "celery", "-A", "gpu_runner.worker", "worker", "-Q", build_queue(config["queue"]),
-            "-c", str(slots), "-P", "prefork", "--prefetch-multiplier", "1", "--without-gossip", "--without-mingle",
-            "-n", f"{config['name']}-builds@{host}", "-l", loglevel]
-    return WorkerProcess("builds", argv, env, builds=True)
+    return env
+
+
+def _celery_argv(queue: str, concurrency: int, name: str, loglevel: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "gpu_runner.worker", "worker", "-Q", queue, "-c", str(concurrency),
+            "-P", "prefork", "--prefetch-multiplier", "1", "--without-gossip", "--without-mingle", "-n", name,
+            "-l", loglevel]
 
 
 def serve_main(argv: list[str]) -> int:
