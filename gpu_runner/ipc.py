@@ -70,12 +70,16 @@ class _Driver:
         except OSError as e:
             raise IpcError(f"no CUDA driver library ({e})") from None
 
+    # The calls whose current entry point is the _v2 symbol with the same arguments (cuda.h's #defines). Only
+    # these: some other _v2 symbols take other arguments (cuMemPrefetchAsync_v2, cuMemAdvise_v2).
+    V2 = frozenset({"cuMemAlloc", "cuMemFree", "cuMemsetD8", "cuMemcpyDtoD", "cuIpcOpenMemHandle",
+                    "cuMemGetAddressRange"})
+
     def fn(self, name: str) -> Any:
-        for suffix in ("_v2", ""):
-            f = getattr(self.lib, name + suffix, None)
-            if f is not None:
-                return f
-        raise IpcError(f"the CUDA driver has no {name}")
+        f = getattr(self.lib, name + ("_v2" if name in self.V2 else ""), None)
+        if f is None:
+            raise IpcError(f"the CUDA driver has no {name}")
+        return f
 
     def call(self, name: str, *args: Any) -> None:
         rc = self.fn(name)(*args)
@@ -271,10 +275,11 @@ class CapabilitySlot(Slot):
             d.call("cuMemExportToShareableHandle", ctypes.byref(fd), ctypes.c_ulonglong(handle.value),
                    ctypes.c_int(_HANDLE_POSIX_FD), ctypes.c_ulonglong(0))
             self.fd = fd.value
+            self.handle = b""
+            self.poison()  # the mapping's first touch, here where a failure still falls back to files
         except IpcError:
             self.free()
             raise
-        self.handle = b""
 
     def offer(self) -> dict[str, Any]:
         """The child's ipc_slot request; the descriptor itself follows the request on the channel (send_fds)."""
@@ -354,7 +359,16 @@ class Mapped:
 
     def __init__(self, offer: dict[str, Any], fd: int | None = None) -> None:
         """offer: the ipc_slot request; fd: the descriptor of a capability slot (offer["kind"] "fd"), which the
-        harness received after the request (protocol.Channel.recv_fds) and which this closes once imported."""
+        harness received after the request (protocol.Channel.recv_fds) and which this closes, whatever happens."""
+        try:
+            self._open(offer, fd)
+        finally:
+            if fd is not None:
+                import os
+
+                os.close(fd)
+
+    def _open(self, offer: dict[str, Any], fd: int | None) -> None:
         self.nbytes = int(offer["nbytes"])
         self.cursor = 0  # where the next save of the current request goes (reset by the harness per request)
         _bind_context()
@@ -363,15 +377,19 @@ class Mapped:
         if offer.get("kind") == CapabilitySlot.kind:
             if fd is None:
                 raise IpcError("a capability slot came without its descriptor")
+            handle = ctypes.c_ulonglong()
+            self.d.call("cuMemImportFromShareableHandle", ctypes.byref(handle), ctypes.c_void_p(fd),
+                        ctypes.c_int(_HANDLE_POSIX_FD))
             try:
-                handle = ctypes.c_ulonglong()
-                self.d.call("cuMemImportFromShareableHandle", ctypes.byref(handle), ctypes.c_void_p(fd),
-                            ctypes.c_int(_HANDLE_POSIX_FD))
+                self.ptr = _map(self.d, handle.value, self.nbytes, _device_ordinal())
             finally:
-                import os
+                # Each import is paired with a release; the mapping keeps the memory.
+                self.d.call("cuMemRelease", ctypes.c_ulonglong(handle.value))
+            # The mapping's first touch, here, where a failure still means files (op_ipc_slot: mapped False).
+            self.d.call("cuMemsetD8", ctypes.c_uint64(self.ptr), ctypes.c_ubyte(0xFF), ctypes.c_size_t(ALIGN))
+            import torch
 
-                os.close(fd)
-            self.ptr = _map(self.d, handle.value, self.nbytes, _device_ordinal())
+            torch.cuda.synchronize()
             return
         raw = base64.b64decode(str(offer["handle"]))
         if len(raw) != HANDLE_BYTES:
