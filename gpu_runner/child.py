@@ -258,18 +258,7 @@ class Harness:
                 self.guards = types.SimpleNamespace(forward_guard=guards.forward_guard,
                                                     integrity_report=guards.integrity_report,
                                                     last_call_recorded=guards.last_call_recorded)
-            extension = msg.get("extension")
-            if extension:
-                # A CUDA Agent workdir (gpu_runner/workdir.py): the parent builds its sources, from its own copy, into
-                # the one extension model_new.py imports by name. Loaded under the guards, like any solution code,
-                # and put in sys.modules before model_new.py runs, so that its `import cuda_extension` finds it.
-                sys.modules[str(extension["name"])] = self._build_and_import({"workdir": True,
-                                                                              "name": str(extension["name"])})
-            try:
-                solution = self._import_file("kernelhub_solution", msg["solution_file"])
-            except SyntaxError as e:
-                raise HarnessError("compile_error", f"the solution is not valid Python: line {e.lineno}: {e.msg}") \
-                    from None
+            solution = self._import_solution(msg)
             if not hasattr(solution, "ModelNew"):
                 raise HarnessError("compile_error", "the solution defines no ModelNew class")
             self.manual_seed(seed)
@@ -288,21 +277,28 @@ class Harness:
         self.model = model.to(self.device) if hasattr(model, "to") else model
         return {"info": info}
 
+    def _import_solution(self, msg: dict):
+        """The solution's module, its builds redirected to the parent already."""
+        extension = msg.get("extension")
+        if extension:
+            # A CUDA Agent workdir (gpu_runner/workdir.py): the parent builds its sources, from its own copy, into
+            # the one extension model_new.py imports by name. Loaded under the guards, like any solution code,
+            # and put in sys.modules before model_new.py runs, so that its `import cuda_extension` finds it.
+            sys.modules[str(extension["name"])] = self._build_and_import({"workdir": True,
+                                                                          "name": str(extension["name"])})
+        try:
+            return self._import_file("kernelhub_solution", msg["solution_file"])
+        except SyntaxError as e:
+            raise HarnessError("compile_error", f"the solution is not valid Python: line {e.lineno}: {e.msg}") \
+                from None
+
     def _load_for_builds(self, msg: dict, seed: int) -> dict:
         """A build slot's load (gpu_runner/prebuild.py): no GPU, no reference, no guards, nothing timed. The solution
         is imported, so that its load_inline/load calls reach the parent, which builds into the host's cache; then
         ModelNew is constructed on the CPU where it can be, for a solution that builds in its constructor. What
         fails past the import is not an error here: the evaluation meets it again, with the GPU."""
         self._redirect_builds()
-        extension = msg.get("extension")
-        if extension:
-            sys.modules[str(extension["name"])] = self._build_and_import({"workdir": True,
-                                                                          "name": str(extension["name"])})
-        try:
-            solution = self._import_file("kernelhub_solution", msg["solution_file"])
-        except SyntaxError as e:
-            raise HarnessError("compile_error", f"the solution is not valid Python: line {e.lineno}: {e.msg}") \
-                from None
+        solution = self._import_solution(msg)
         constructed = False
         if hasattr(solution, "ModelNew"):
             try:

@@ -34,15 +34,7 @@ fi
 export KERNELHUB_AUDIT_SAMPLES=1
 log "problem $PROBLEM_FILE, solution $SOLUTION_FILE, device $DEVICE"
 
-sample() {
-  while true; do
-    gpu=$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
-    echo "$(date -u +%H:%M:%S),${gpu:-,},$(free -m | awk '/^Mem:/ {print $3}')" | tr -d ' ' >> "$OUT/samples.txt"
-    sleep 2
-  done
-}
-sample & SAMPLER=$!
-trap 'kill $SAMPLER 2>/dev/null' EXIT
+start_sampler
 
 if [ "${TRANSFER:-1}" = 1 ]; then
   step transfer 120 transfer.txt $PY benchmarks/output_transfer.py --gib "$GIB" --repeat 2 --out "$OUT/transfer.json"
@@ -69,11 +61,6 @@ if [ "$DEVICE" = cuda ]; then
   step ipc_tests 200 ipc_tests.txt $PY -m pytest -q -x -m cuda tests/evaluator/test_output_ipc.py
   tail -n 3 "$OUT/ipc_tests.txt" | tee -a "$OUT/$RUN_LOG"
 fi
-kill $SAMPLER 2>/dev/null
-# time,gpu busy %,gpu memory MiB,host used MiB
-awk -F, '{if ($2 + 0 > u) u = $2 + 0; if ($3 + 0 > m) m = $3 + 0; if ($4 + 0 > h) h = $4 + 0; n++; s += $2}
-  END {print "peaks: gpu busy " u " % (mean " (n ? s / n : 0) " %), gpu memory " m " MiB, host used " h " MiB, " n " samples"}' \
-  "$OUT/samples.txt" \
-  | tee -a "$OUT/$RUN_LOG"
+sampler_peaks
 log "done"
 pack large_problem

@@ -23,15 +23,7 @@ RUN_LOG=level1_batch.log
 . scripts/gpu/steps.sh
 log "problems: $PROBLEMS; device $DEVICE; build slots ${KERNELHUB_BUILD_SLOTS:-default}"
 
-sample() {
-  while true; do
-    gpu=$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
-    echo "$(date -u +%H:%M:%S),${gpu:-,},$(free -m | awk '/^Mem:/ {print $3}')" | tr -d ' ' >> "$OUT/samples.txt"
-    sleep 2
-  done
-}
-sample & SAMPLER=$!
-trap 'kill $SAMPLER 2>/dev/null' EXIT
+start_sampler
 
 if [ "${TESTS:-1}" = 1 ] && [ "$DEVICE" = cuda ]; then
   step prebuild_tests 200 prebuild_tests.txt $PY -m pytest -q -x -m cuda -p no:cacheprovider \
@@ -65,11 +57,7 @@ step batch "${BATCH_S:-$left}" batch.txt $PY benchmarks/kernelbench_batch.py "${
 grep -v '^\[' "$OUT/batch.txt" | tail -n 25 | tee -a "$OUT/$RUN_LOG"
 grep -h "Build ahead\|build slots" "$OUT"/batch_logs/*.log 2>/dev/null | sed 's/^.*gpu_runner.worker //' \
   | cut -c1-300 | tail -n 30 | tee -a "$OUT/$RUN_LOG"
-kill $SAMPLER 2>/dev/null
-# time,gpu busy %,gpu memory MiB,host used MiB
-awk -F, '{if ($2 + 0 > u) u = $2 + 0; if ($3 + 0 > m) m = $3 + 0; if ($4 + 0 > h) h = $4 + 0; n++; s += $2}
-  END {print "peaks: gpu busy " u " % (mean " (n ? s / n : 0) " %), gpu memory " m " MiB, host used " h " MiB, " n " samples"}' \
-  "$OUT/samples.txt" | tee -a "$OUT/$RUN_LOG"
+sampler_peaks
 rm -rf "$SOLUTIONS"
 log "done"
 pack level1_batch

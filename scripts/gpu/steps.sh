@@ -8,6 +8,9 @@
 #                                          verdicts (its stderr) to the run's log
 #   pack NAME                              everything under $OUT but the run's log and machine.txt into NAME.tar.gz
 #                                          (a GPU call returns only a handful of files)
+#   start_sampler, sampler_peaks           nvidia-smi (utilisation, memory) and `free` every 2 s into
+#                                          $OUT/samples.txt (time,gpu busy %,gpu memory MiB,host used MiB) beside the
+#                                          steps; then stop it and put the peaks in the run's log
 
 log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$OUT/$RUN_LOG"; }
 
@@ -45,4 +48,20 @@ rows() {
 pack() {
   (cd "$OUT" && tar czf "$1.tar.gz" --exclude "$RUN_LOG" --exclude "$1.tar.gz" --exclude machine.txt \
     --exclude install.log --remove-files ./*)
+}
+
+start_sampler() {
+  (while true; do
+    gpu=$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
+    echo "$(date -u +%H:%M:%S),${gpu:-,},$(free -m | awk '/^Mem:/ {print $3}')" | tr -d ' ' >> "$OUT/samples.txt"
+    sleep 2
+  done) & SAMPLER=$!
+  trap 'kill $SAMPLER 2>/dev/null' EXIT
+}
+
+sampler_peaks() {
+  kill "$SAMPLER" 2>/dev/null
+  awk -F, '{if ($2 + 0 > u) u = $2 + 0; if ($3 + 0 > m) m = $3 + 0; if ($4 + 0 > h) h = $4 + 0; n++; s += $2}
+    END {print "peaks: gpu busy " u " % (mean " (n ? s / n : 0) " %), gpu memory " m " MiB, host used " h " MiB, " n " samples"}' \
+    "$OUT/samples.txt" | tee -a "$OUT/$RUN_LOG"
 }
