@@ -23,7 +23,7 @@ import os
 import time
 from typing import Any
 
-from gpu_runner import builds, formats
+from gpu_runner import formats
 from gpu_runner.evaluate import EvaluatorError, Verdict, _Run, _skeleton
 
 
@@ -70,8 +70,3 @@ def build_ahead(problem_source: str, solution_source: str, *, device: str = "cud
     record["seconds"] = round(time.monotonic() - started, 3)
     return record
 
-
-def toolchain_note() -> str:
-    """What the slots build for (logged at start): the evaluations' build keys must match."""
-    info = builds.toolchain(True)
-    return f"torch {info['torch']}, {info.get('nvcc', 'no nvcc')}, arch {info.get('arch') or 'unknown'}"
