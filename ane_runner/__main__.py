@@ -9,6 +9,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from gpu_runner import config
+
 
 def _quiet_coremltools() -> None:
     # coremltools prints progress bars and a torch-version notice on every conversion; the JSON goes to stdout.
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     s = sub.add_parser("serve", help="run this Mac as an ANE runner (macOS only)")
     s.add_argument("--site", required=True, help="the site's base URL, e.g. https://kernelhub.example")
-    s.add_argument("--token", default=os.environ.get("KERNELHUB_RUNNER_TOKEN"),
+    s.add_argument("--token", default=config.setting("runner_token") or None,
                    help="the runner's secret (or KERNELHUB_RUNNER_TOKEN)")
 
     args = parser.parse_args(argv)

@@ -12,7 +12,6 @@ import base64
 import hashlib
 import io
 import json
-import os
 import platform
 import tempfile
 from collections.abc import Callable
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from gpu_runner import cleanup
 
 from . import mil
 from .macos import MacBackend, outputs_compare, placement_shares, tflops_per_watt, timing_stats
@@ -166,7 +167,7 @@ def baseline_cache_store(path: Path, timings: dict[str, float]) -> None:
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("KERNELHUB_CACHE_DIR") or Path.home() / ".cache" / "kernelhub") / "ane_baselines"
+    return cleanup.cache_dir() / "ane_baselines"
 
 
 def _time_baseline(ane: dict[str, Any], backend: MacBackend, tmp: Path, *, feeds_from: list[np.ndarray],

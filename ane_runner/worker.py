@@ -21,15 +21,19 @@ from typing import Any
 from celery import Celery
 
 from gpu_runner import runner_core
+from gpu_runner.config import RunnerConfig
 from gpu_runner.contract import ContractError, Job
 from gpu_runner.site_client import SiteClient, SiteError
-from gpu_runner.worker import SOFT_TIME_LIMIT_S
 
 logger = logging.getLogger("ane_runner.worker")
 
+# This worker process's settings (gpu_runner/config.py), read once as Celery imports this module.
+SETTINGS = RunnerConfig.from_env()
+SOFT_TIME_LIMIT_S = SETTINGS.soft_time_limit_s
+
 app = Celery("ane_runner")
 app.conf.update(
-    broker_url=os.environ.get("KERNELHUB_BROKER_URL") or None,
+    broker_url=SETTINGS.broker_url or None,
     broker_connection_retry_on_startup=True,
     broker_transport_options={"visibility_timeout": 3 * 3600},
     task_ignore_result=True,
@@ -39,7 +43,7 @@ app.conf.update(
     worker_prefetch_multiplier=1,
     worker_concurrency=1,  # one job at a time: the Neural Engine is one device, timings must not overlap
     task_soft_time_limit=SOFT_TIME_LIMIT_S,
-    task_time_limit=int(SOFT_TIME_LIMIT_S * 1.2),
+    task_time_limit=SETTINGS.hard_time_limit_s(),
     worker_hijack_root_logger=False,
 )
 
@@ -68,9 +72,9 @@ def run_ane_job(client: SiteClient, job: dict[str, Any], *, chip: str, keepalive
 
 @app.task(name="gpu_runner.evaluate_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def evaluate_job(job: dict[str, Any]) -> str:
-    client = SiteClient(os.environ.get("KERNELHUB_SITE_URL", ""), os.environ.get("KERNELHUB_RUNNER_TOKEN", ""))
+    client = SiteClient(SETTINGS.site_url, SETTINGS.runner_token)
     try:
-        return run_ane_job(client, job, chip=os.environ.get("KERNELHUB_ANE_CHIP", ""))
+        return run_ane_job(client, job, chip=SETTINGS.ane_chip, keepalive_s=SETTINGS.keepalive_s)
     finally:
         client.close()
 

@@ -63,6 +63,13 @@ def _evaluate(argv: list[str]) -> int:
     if args.seed < 0:
         print("error: --seed must be a non-negative integer", file=sys.stderr)
         return 2
+    from gpu_runner.config import ConfigError, RunnerConfig
+
+    try:
+        settings = RunnerConfig.from_env()  # the evaluation's settings, read once (gpu_runner/config.py)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     # Logs of everything below (including torch) go to stderr; stdout is kept for the one JSON object.
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
@@ -72,7 +79,7 @@ def _evaluate(argv: list[str]) -> int:
         from gpu_runner.formats import FormatError
 
         try:
-            result = evaluate(problem, solution, device=args.device, seed=args.seed)
+            result = evaluate(problem, solution, device=args.device, seed=args.seed, settings=settings)
         except FormatError as e:
             print(f"error: the problem file {args.problem}: {e}", file=sys.stderr)
             return 2
@@ -120,8 +127,13 @@ def _read_workdir(path: Path, problem: str, rules: str) -> str:
 
 
 def _serve(argv: list[str]) -> int:
+    from gpu_runner.config import ConfigError
+
     try:
         from gpu_runner.worker import serve_main
+    except ConfigError as e:  # the worker reads its settings as it is imported
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except ImportError as e:
         print(f"error: the runner worker is not available ({e}); gpu_runner/worker.py provides `serve`",
               file=sys.stderr)

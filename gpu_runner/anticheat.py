@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpu_runner import config
+
 # Modules a kernel has no honest use for: processes, network, introspection of the harness, persistence.
 FORBIDDEN_MODULES = {
     "subprocess": "starting processes",
@@ -705,22 +707,11 @@ def prescreen_in_process(solution_source: str, problem_meta: dict) -> list[dict]
 
 # --- The bound ---------------------------------------------------------------------------------------------
 
-def _env_number(name: str, default: float) -> float:
-    value = os.environ.get(name, "")
-    try:
-        number = float(value) if value else default
-    except ValueError:
-        raise ValueError(f"{name}={value!r}: a number is expected.") from None
-    if number <= 0:
-        raise ValueError(f"{name}={value!r}: a positive number is expected.")
-    return number
-
-
 def prescreen_limits() -> tuple[float, int]:
     """(wall-clock seconds, address-space bytes) the pre-screen's child may use. An honest 160 KB source takes
     about 0.2 s and under 100 MB (2026-12-01, a 2-core machine): the defaults leave two orders of magnitude."""
-    timeout_s = _env_number("KERNELHUB_PRESCREEN_TIMEOUT_S", 30.0)
-    memory_mb = _env_number("KERNELHUB_PRESCREEN_MEMORY_MB", 2048.0)
+    timeout_s = float(config.setting("prescreen_timeout_s"))
+    memory_mb = float(config.setting("prescreen_memory_mb"))
     return timeout_s, int(memory_mb * (1 << 20))
 
 

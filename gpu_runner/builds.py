@@ -28,12 +28,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gpu_runner import sandbox
+from gpu_runner import config, sandbox
 from gpu_runner.protocol import ChannelClosed, ChannelTimeout, ProtocolError
 
 BUILD_FORMAT = 1
 MAX_REQUEST_BYTES = 4 << 20
-BUILD_TIMEOUT_S = float(os.environ.get("KERNELHUB_BUILD_TIMEOUT_S", "900"))
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _LIST_FIELDS = ("cpp_sources", "cuda_sources", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
                 "extra_include_paths")
@@ -205,9 +204,12 @@ def trim_compiler_output(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[:limit] + "\n... (trimmed)"
 
 
-def build(req: dict[str, Any], *, device: str, on_build_start: Any = None) -> BuildResult:
-    """Return the cached library for req, building it in a sandbox on a miss."""
+def build(req: dict[str, Any], *, device: str, on_build_start: Any = None,
+          timeout_s: float | None = None) -> BuildResult:
+    """Return the cached library for req, building it in a sandbox on a miss, for at most timeout_s seconds
+    (KERNELHUB_BUILD_TIMEOUT_S, config.py, where the caller passes none)."""
     start = time.monotonic()
+    limit = float(config.setting("build_timeout_s")) if timeout_s is None else timeout_s
     key = build_key(req)
     root = builds_dir()
     entry = root / key
@@ -222,7 +224,7 @@ def build(req: dict[str, Any], *, device: str, on_build_start: Any = None) -> Bu
             on_build_start()
         if not req["with_cuda"]:
             _ensure_pch()
-        ok, message, built = _build_in_sandbox(req, device=device)
+        ok, message, built = _build_in_sandbox(req, device=device, timeout_s=limit)
         # Timeouts and builder crashes are not cached: they may be the host's fault.
         if built is None and not ok and message.startswith("the build "):
             return BuildResult(False, None, message, False, time.monotonic() - start, key)
@@ -240,21 +242,21 @@ def build(req: dict[str, Any], *, device: str, on_build_start: Any = None) -> Bu
         return BuildResult(ok, library, message, False, time.monotonic() - start, key)
 
 
-def _build_in_sandbox(req: dict[str, Any], *, device: str) -> tuple[bool, str, Path | None]:
+def _build_in_sandbox(req: dict[str, Any], *, device: str, timeout_s: float) -> tuple[bool, str, Path | None]:
     workdir = sandbox.new_workdir("build-")
     (workdir / "request.json").write_text(json.dumps(req))
     extra = {}
     if req["with_cuda"] and cuda_arch_list():
         extra["TORCH_CUDA_ARCH_LIST"] = cuda_arch_list()
     extra["MAX_JOBS"] = str(os.cpu_count() or 1)
-    limits = sandbox.Limits(wall_s=BUILD_TIMEOUT_S, cpu_s=int(BUILD_TIMEOUT_S * (os.cpu_count() or 1)) + 60,
+    limits = sandbox.Limits(wall_s=timeout_s, cpu_s=int(timeout_s * (os.cpu_count() or 1)) + 60,
                             memory_bytes=None)
     child = sandbox.spawn(["-m", "gpu_runner.builds"], workdir=workdir, limits=limits, extra_env=extra)
     try:
-        reply = child.channel.recv(deadline=time.monotonic() + BUILD_TIMEOUT_S)
+        reply = child.channel.recv(deadline=time.monotonic() + timeout_s)
     except ChannelTimeout:
         sandbox.kill(child)
-        return False, f"the build took longer than {BUILD_TIMEOUT_S:.0f} s and was stopped", None
+        return False, f"the build took longer than {timeout_s:.0f} s and was stopped", None
     except (ChannelClosed, ProtocolError):
         tail = child.log_tail()
         sandbox.kill(child)

@@ -31,7 +31,6 @@ SIZES: dict[str, dict[str, Any]] = {
     "cpu": {"copy_bytes": 64 << 20, "matmul_n": 1024, "reference_shape": (1024, 4096)},
 }
 REFERENCE_KERNEL = "softmax over the last dimension of a float32 tensor of shape {shape}, seed 0"
-CALIBRATE_EVERY_S = float(os.environ.get("KERNELHUB_CALIBRATE_EVERY_S", "") or 6 * 3600)
 
 
 def _timer(torch: Any, device: str) -> Any:
@@ -173,11 +172,12 @@ def calibrate_in_subprocess(*, device: str, pin: str, timeout_s: float = 600) ->
 _last_calibrated_at = time.monotonic()  # serve calibrated every GPU just before starting this worker
 
 
-def after_job(client: Any, *, device: str, worker: str) -> None:
-    """Between two jobs (the GPU is idle: one job at a time per worker), re-measure once CALIBRATE_EVERY_S
-    have passed. A failure is logged, never raised: it must not cost the job that just finished."""
+def after_job(client: Any, *, device: str, worker: str, every_s: float) -> None:
+    """Between two jobs (the GPU is idle: one job at a time per worker), re-measure once every_s seconds
+    (KERNELHUB_CALIBRATE_EVERY_S; 0 or less: never) have passed. A failure is logged, never raised: it must not
+    cost the job that just finished."""
     global _last_calibrated_at
-    if CALIBRATE_EVERY_S <= 0 or time.monotonic() - _last_calibrated_at < CALIBRATE_EVERY_S:
+    if every_s <= 0 or time.monotonic() - _last_calibrated_at < every_s:
         return
     _last_calibrated_at = time.monotonic()
     try:

@@ -17,6 +17,8 @@ import sys
 import types
 from typing import Any
 
+from gpu_runner import config
+
 
 def main() -> None:
     role, fd = sys.argv[1], int(sys.argv[2])
@@ -70,7 +72,7 @@ def cuda_flush_bytes(l2_bytes: int) -> int:
 # the audit's null call, which the window no longer carries (docs/EVALUATOR.md, docs/GPU_RUNS.md).
 # KERNELHUB_HEAD_START_MAX_US turns it on for a trial (the parent and every child read it alike).
 HEAD_START_VAR = "KERNELHUB_HEAD_START_MAX_US"
-HEAD_START_MAX_US = max(0.0, float(os.environ.get(HEAD_START_VAR) or 0.0))
+HEAD_START_MAX_US = float(config.setting("head_start_max_us"))
 HEAD_START_MEASURED_CAP_US = 300.0  # the cap of the H200 runs, for when it is turned back on
 HEAD_START_SAMPLES = 32  # the recent unrecorded calls whose host time sets it
 # The null call spins as many GPU cycles as the solution's call did (its child's word), at most the cap's worth at

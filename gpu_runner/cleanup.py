@@ -29,23 +29,32 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpu_runner import config
+
 # Every sandboxed child carries this variable, with its evaluation's marker (gpu_runner/sandbox.py sets it); the
 # sandbox also puts its children's directories under work_base(). Both live here, where a dead evaluation's
 # leftovers are found by them.
 MARKER_VAR = "KERNELHUB_EVAL_MARKER"
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("KERNELHUB_CACHE_DIR") or Path.home() / ".cache" / "kernelhub")
+def cache_dir(settings: config.RunnerConfig | None = None) -> Path:
+    """The host's cache (KERNELHUB_CACHE_DIR): settings' where an evaluation passes them, else the environment's."""
+    path = settings.cache_dir if settings is not None else config.setting("cache_dir")
+    return path or Path.home() / ".cache" / "kernelhub"
 
 
-def work_base() -> Path:
-    """Where the children's directories go: memory-backed /dev/shm when it is large (outputs of gigabytes
-    cross through files there), else the cache directory's work/."""
-    if os.environ.get("KERNELHUB_WORK_DIR"):
-        base = Path(os.environ["KERNELHUB_WORK_DIR"])
+def _work_dir(settings: config.RunnerConfig | None) -> Path | None:
+    return settings.work_dir if settings is not None else config.setting("work_dir")
+
+
+def work_base(settings: config.RunnerConfig | None = None) -> Path:
+    """Where the children's directories go (KERNELHUB_WORK_DIR): memory-backed /dev/shm when it is large
+    (outputs of gigabytes cross through files there), else the cache directory's work/."""
+    chosen = _work_dir(settings)
+    if chosen is not None:
+        base = chosen
     else:
-        base = cache_dir() / "work"
+        base = cache_dir(settings) / "work"
         try:
             if shutil.disk_usage("/dev/shm").free >= 32 << 30 and os.access("/dev/shm", os.W_OK):
                 base = Path("/dev/shm") / "kernelhub-work"
@@ -152,10 +161,10 @@ def _owner_alive(base: Path, pid: int) -> bool:
     return False
 
 
-def _bases() -> list[Path]:
-    found = [work_base()]
-    if not os.environ.get("KERNELHUB_WORK_DIR"):
-        found += [Path("/dev/shm") / "kernelhub-work", cache_dir() / "work"]
+def _bases(settings: config.RunnerConfig | None) -> list[Path]:
+    found = [work_base(settings)]
+    if _work_dir(settings) is None:
+        found += [Path("/dev/shm") / "kernelhub-work", cache_dir(settings) / "work"]
     return [b for b in dict.fromkeys(found) if b.is_dir()]
 
 
@@ -216,7 +225,7 @@ def _size(path: Path) -> int:
     return total
 
 
-def sweep(*, why: str = "") -> dict[str, Any]:
+def sweep(*, why: str = "", settings: config.RunnerConfig | None = None) -> dict[str, Any]:
     """Remove what dead evaluators left in the work bases: directories, their records, their processes.
 
     Returns {"removed": [{"path", "bytes", "owner"}], "killed": [pids], "records": n}; empty lists when there was
@@ -225,7 +234,7 @@ def sweep(*, why: str = "") -> dict[str, Any]:
     killed: list[int] = []
     records = 0
     now = time.time()
-    for base in _bases():
+    for base in _bases(settings):
         stale: list[tuple[Path, int | None]] = []
         try:
             entries = list(base.iterdir())

@@ -22,20 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpu_runner import sandbox
+from gpu_runner import config, sandbox
 
 POLL_S = 0.05
 
 
 def timeout_s() -> float:
-    value = os.environ.get("KERNELHUB_GPU_LOCK_TIMEOUT_S", "1800")
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise ValueError(f"KERNELHUB_GPU_LOCK_TIMEOUT_S must be a number of seconds, not {value!r}") from None
-    if not seconds > 0:
-        raise ValueError(f"KERNELHUB_GPU_LOCK_TIMEOUT_S must be positive, not {value!r}")
-    return seconds
+    """KERNELHUB_GPU_LOCK_TIMEOUT_S, for a caller without the evaluation's settings (config.py)."""
+    return float(config.setting("gpu_lock_timeout_s"))
 
 
 class GpuLockTimeout(RuntimeError):

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
+from gpu_runner import config
 from gpu_runner.anticheat import CUPY_ADVICE, CUPY_ARRAY_COMPUTE_METHODS, CUPY_GLUE, CUPY_LIBRARY_MODULES
 
 # aten ops a solution's forward may call without doing the problem's computation in torch: allocation,
@@ -411,8 +412,9 @@ def _private_roots(cwd: str) -> list[str]:
         roots.append(parent)
         if os.path.basename(parent) == "work":
             roots.append(os.path.dirname(parent))
-    if os.environ.get("KERNELHUB_CACHE_DIR"):
-        roots.append(os.environ["KERNELHUB_CACHE_DIR"])
+    cache = config.setting("cache_dir")
+    if cache is not None:
+        roots.append(str(cache))
     try:
         import pwd
 

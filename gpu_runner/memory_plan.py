@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpu_runner import config
+
 GiB = 1 << 30
 # A CPU child's own address space before any tensor: 0.7 GiB for torch's import alone on the development
 # machine; the guards, the threads' heaps and the freed memory a heap keeps (heap.py) add to it (a reference
@@ -47,17 +49,10 @@ GOAL_RATIO = 3
 MIN_KEEP = 2  # a timing batch needs a call on a fresh set and one on a reused set (timing.run_timing)
 
 
-def _env_gb(name: str) -> int | None:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return None
-    try:
-        gb = float(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r}: a number of GiB is expected") from None
-    if not gb > 0:
-        raise ValueError(f"{name}={value!r}: must be positive")
-    return int(gb * GiB)
+def _cap(name: str, settings: config.RunnerConfig | None) -> int | None:
+    """KERNELHUB_HOST_MEMORY_GB or KERNELHUB_DEVICE_MEMORY_GB in bytes (config.py), None where unset."""
+    gb = getattr(settings, name) if settings is not None else config.setting(name)
+    return None if gb is None else int(gb * GiB)
 
 
 def _read_int(path: str) -> int | None:
@@ -68,7 +63,7 @@ def _read_int(path: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def host_free() -> dict[str, Any]:
+def host_free(settings: config.RunnerConfig | None = None) -> dict[str, Any]:
     """Host memory this evaluation may count on, in bytes, and where the figure comes from."""
     out: dict[str, Any] = {}
     try:
@@ -90,7 +85,7 @@ def host_free() -> dict[str, Any]:
             out["cgroup_limit"], out["cgroup_usage"] = limit, usage
             free = min(free, limit - usage) if free is not None else limit - usage
             break
-    cap = _env_gb("KERNELHUB_HOST_MEMORY_GB")
+    cap = _cap("host_memory_gb", settings)
     if cap is not None:
         out["capped_by_env"] = cap
         free = min(free, cap) if free is not None else cap
@@ -98,7 +93,7 @@ def host_free() -> dict[str, Any]:
     return out
 
 
-def device_free(device: str) -> dict[str, Any]:
+def device_free(device: str, settings: config.RunnerConfig | None = None) -> dict[str, Any]:
     """The GPU's free and total memory (NVML, without a CUDA context in this process), {} for the CPU."""
     if device != "cuda":
         return {}
@@ -120,7 +115,7 @@ def device_free(device: str) -> dict[str, Any]:
             out = {"free": int(free), "total": int(total)}
         except Exception:  # noqa: BLE001 - no figure: the plan cannot judge the device
             return {"free": None}
-    cap = _env_gb("KERNELHUB_DEVICE_MEMORY_GB")
+    cap = _cap("device_memory_gb", settings)
     if cap is not None:
         out["capped_by_env"] = cap
         out["free"] = min(out["free"], cap)

@@ -19,11 +19,10 @@ all (Triton's JIT, CuPy's RawKernel) are made by the evaluation, as before.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
-from gpu_runner import formats
+from gpu_runner import config, formats
 from gpu_runner.evaluate import EvaluatorError, Verdict, _Run, _skeleton
 
 
@@ -31,20 +30,11 @@ def build_slots() -> int:
     """How many builds a host makes at once: KERNELHUB_BUILD_SLOTS, by default half its cores (a load_inline
     build compiles its C++ wrapper and its CUDA file side by side, one core each, most of its time on one), so
     that the other half is left to the evaluations' own processes; at least one."""
-    value = os.environ.get("KERNELHUB_BUILD_SLOTS", "")
-    if value:
-        try:
-            slots = int(value)
-        except ValueError:
-            raise ValueError(f"KERNELHUB_BUILD_SLOTS={value!r}: an integer of 0 or more is expected (0: no build "
-                             "slots, each evaluation builds for itself)") from None
-        if slots < 0:
-            raise ValueError(f"KERNELHUB_BUILD_SLOTS={value!r}: 0 or more")
-        return slots
-    return max(1, (os.cpu_count() or 1) // 2)
+    return config.RunnerConfig.from_env().build_slot_count()
 
 
-def build_ahead(problem_source: str, solution_source: str, *, device: str = "cuda") -> dict[str, Any]:
+def build_ahead(problem_source: str, solution_source: str, *, device: str = "cuda",
+                settings: config.RunnerConfig | None = None) -> dict[str, Any]:
     """Build what the solution builds, into this host's cache, without a GPU. Returns a record for the log:
     `outcome` built (every build it asked for is in the cache, made now or before), verdict (the solution
     would fail on the way: its verdict and message, which the evaluation will give again), or error."""
@@ -55,7 +45,7 @@ def build_ahead(problem_source: str, solution_source: str, *, device: str = "cud
     except ValueError as e:
         return {**record, "outcome": "error", "message": f"problem: {e}"}
     result = _skeleton(problem_source, solution_source, device, 0)
-    run = _Run(problem_source, solution_source, meta, device, 0, None, result)
+    run = _Run(problem_source, solution_source, meta, device, 0, None, result, settings)
     try:
         info = run.build_ahead()
         record["constructed"] = bool(info.get("constructed"))

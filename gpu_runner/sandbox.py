@@ -36,7 +36,7 @@ from typing import Any
 
 import psutil
 
-from gpu_runner import cleanup
+from gpu_runner import cleanup, config
 from gpu_runner.cleanup import MARKER_VAR, cache_dir, work_base
 from gpu_runner.protocol import Channel
 
@@ -65,7 +65,7 @@ _UNSHARE_ARGS = ["--net", "--mount", "--pid", "--fork", "--mount-proc", "--kill-
 @functools.cache
 def unshare_works() -> bool:
     exe = shutil.which("unshare")
-    if not exe or os.environ.get("KERNELHUB_NO_NAMESPACES"):
+    if not exe or config.setting("no_namespaces"):
         return False
     try:
         return subprocess.run([exe, *_UNSHARE_ARGS, "true"], capture_output=True, timeout=20).returncode == 0
@@ -104,7 +104,7 @@ def child_env(workdir: Path, marker: str, extra: dict[str, str] | None = None) -
             # time between calls (timing.clock_audit). Every child alike, baselines and solutions.
             "GOMP_SPINCOUNT": "10000",
             "KMP_BLOCKTIME": "0",  # the same for LLVM's and Intel's OpenMP
-            "CUDA_DEVICE_MAX_CONNECTIONS": os.environ.get(CUDA_CONNECTIONS_VAR) or "1",
+            "CUDA_DEVICE_MAX_CONNECTIONS": str(config.setting("cuda_device_max_connections")),
             MARKER_VAR: marker,
         }
     )

@@ -13,21 +13,18 @@ from __future__ import annotations
 
 import contextvars
 import math
-import os
 import random
 import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from gpu_runner.child import HEAD_START_MAX_US
+from gpu_runner import config
 from gpu_runner.sandbox import busiest_thread_us, faults_between
 
 TARGET_RSE = 0.01
 MIN_REPS = 20
-MAX_REPS = int(os.environ.get("KERNELHUB_MAX_REPS", "2000"))
-BUDGET_S = {"cuda": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "10")),
-            "cpu": float(os.environ.get("KERNELHUB_TIMING_BUDGET_S", "3"))}
+# The loop's most calls and its budget in seconds per device: config.RunnerConfig's max_reps and timing_budget().
 # Between timed calls on a GPU the child waits for the next request polling, not asleep (child.Harness._stay_awake):
 # every request of the timing loop says the next follows within this many seconds, and each batch begins with a
 # ping that wakes the child first. Not on a CPU, where a polling child would take a core from the calls it times.
@@ -138,7 +135,6 @@ HARNESS_SHARE = 0.1
 AUDIT_ONE_IN = 1  # every call on a reused set that the record skipped
 # KERNELHUB_AUDIT_SAMPLES=1: every audited call's raw figures go into checks.clock_audit.samples (for finding out
 # why the audit reads what it reads on a host; a few hundred entries).
-SAMPLES_VAR = "KERNELHUB_AUDIT_SAMPLES"
 AUDIT_MIN = 24
 RECORD_FIRST, RECORD_ONE_IN = 8, 8
 RECORD_ONE_IN_SHORT = 4  # where outputs are huge and batches short (run_timing)
@@ -152,11 +148,11 @@ RUN_CALLS = {"cuda": 8, "cpu": 1}
 LONG_CALL_US = 2000.0
 
 
-def run_length(device: str, median_us: float | None = None) -> int:
-    """How many timed calls go in one request, given the median call so far (None: none yet)."""
-    override = os.environ.get("KERNELHUB_RUN_CALLS")
-    if override:
-        return max(1, min(100, int(override)))
+def run_length(device: str, median_us: float | None = None, override: int | None = None) -> int:
+    """How many timed calls go in one request, given the median call so far (None: none yet); override:
+    KERNELHUB_RUN_CALLS (config.RunnerConfig.run_calls), at most 100."""
+    if override is not None:
+        return max(1, min(100, override))
     if median_us is not None and median_us >= LONG_CALL_US:
         return 1
     return RUN_CALLS.get(device, 1)
@@ -294,8 +290,10 @@ class TimingResult:
 def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None,
                perturbable: list[list[int]] | None = None, output_bytes: int = 0,
                null_call: Any = None, cpu_clock: Any = None,
-               tail_allowance_us: float | None = None) -> TimingResult:
-    """Adaptive timing in `session` (a child already loaded and with n_sets input sets prepared).
+               tail_allowance_us: float | None = None,
+               settings: config.RunnerConfig | None = None) -> TimingResult:
+    """Adaptive timing in `session` (a child already loaded and with n_sets input sets prepared), within the
+    budget, the most calls and the run length of `settings` (config.py; the environment's where none is given).
 
     For the solution, check_batch(positions, order, perturb) checks a sample of each batch (it raises to stop
     with a verdict), and with `perturbable` ([input index, numel] pairs) every timed call first copies one
@@ -311,8 +309,11 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     beyond tail_allowance_us (with_tail). Calls the guard's op record ran on (the solution's) are checked like
     all others but left out of the statistics: the record costs time inside the call that no baseline pays.
     """
+    settings = settings or config.RunnerConfig.from_env()
+    budget_s = settings.timing_budget(device)
     loop = _Loop(session, device=device, check_batch=check_batch, null_call=null_call, cpu_clock=cpu_clock,
-                 tail_allowance_us=tail_allowance_us)
+                 tail_allowance_us=tail_allowance_us, samples=settings.audit_samples,
+                 head_start_max_us=settings.head_start_max_us)
     rng = loop.rng
     session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
     # The first null call of the trusted process pays what one-time costs are left (the largest, importing
@@ -320,7 +321,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     # been one of an audit's few samples, a null call 4.6-5.8 s long, and the audit's lower bound fell to minus
     # seconds.
     first_null_s = null_call([0], [None], False, None)[0] if null_call is not None else None
-    budget_end = time.monotonic() + BUDGET_S[device]
+    budget_end = time.monotonic() + budget_s
     longest, most_checks = batch_limits(device, output_bytes if check_batch is not None else 0)
     batch = min(10, longest)
     # Outputs so large that a batch keeps fewer than 2 x FRESH_MIN_CALLS of them (gigabytes each: every batch
@@ -334,7 +335,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     if short:
         loop.record_first = min(RECORD_FIRST, batch)
         loop.record_one_in = RECORD_ONE_IN_SHORT
-    run_calls = run_length(device)
+    run_calls = run_length(device, override=settings.run_calls)
     while True:
         batch_start = time.monotonic()
         if loop.awake:
@@ -356,18 +357,18 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         loop.account(order, perturb, batch_times, recorded)
         stats = summarize(loop.times)
         # The clock audit wants AUDIT_MIN calls for a useful bound: the loop goes on for them, up to twice its budget.
-        audited = null_call is None or len(loop.audits) >= AUDIT_MIN or time.monotonic() > budget_end + BUDGET_S[device]
+        audited = null_call is None or len(loop.audits) >= AUDIT_MIN or time.monotonic() > budget_end + budget_s
         if len(loop.times) >= MIN_REPS and stats.get("rse") is not None and stats["rse"] < TARGET_RSE and audited:
             break
         # The budget does not end the loop before the fresh-input comparison has its calls (two batches).
         compared = len(loop.fresh_times) >= FRESH_MIN_CALLS and len(loop.reused_times) >= FRESH_MIN_CALLS
-        if loop.calls >= MAX_REPS or (time.monotonic() > budget_end and compared and audited and loop.times):
+        if loop.calls >= settings.max_reps or (time.monotonic() > budget_end and compared and audited and loop.times):
             break
         # The next batch doubles, but is not planned to run past the budget by the cost per call of this one
         # (its null calls and checks included): a whole batch past the budget had been seconds of overhead.
         # (Once the fresh-input comparison has its calls: the first two batches hold them.)
         per_call_s = (time.monotonic() - batch_start) / len(batch_times)
-        run_calls = run_length(device, stats.get("median_us"))
+        run_calls = run_length(device, stats.get("median_us"), settings.run_calls)
         fits = math.ceil(max(0.0, budget_end - time.monotonic()) / max(per_call_s, 1e-6))
         batch = max(MIN_BATCH, min(longest, batch * 2, fits)) if compared else min(longest, batch * 2)
     # Every call op-recorded (a run capped at fewer calls than RECORD_FIRST): their times, with the record's cost
@@ -406,7 +407,7 @@ class _Loop:
     comparisons' samples (fresh against reused sets, first calls on a set against repeats)."""
 
     def __init__(self, session: Any, *, device: str, check_batch: Any, null_call: Any, cpu_clock: Any,
-                 tail_allowance_us: float | None) -> None:
+                 tail_allowance_us: float | None, samples: bool = False, head_start_max_us: float = 0.0) -> None:
         self.session, self.device, self.null_call, self.cpu_clock = session, device, null_call, cpu_clock
         # The solution's timing: outputs kept for the checks, and the guard's op record in play.
         self.checked_side = check_batch is not None
@@ -426,7 +427,8 @@ class _Loop:
         self.fresh_times: list[float] = []
         self.reused_times: list[float] = []
         self.audits: list[AuditEntry] = []  # clock_audit's entries
-        self.samples: list[dict[str, Any]] | None = [] if os.environ.get(SAMPLES_VAR) == "1" else None
+        self.samples: list[dict[str, Any]] | None = [] if samples else None  # KERNELHUB_AUDIT_SAMPLES
+        self.head_start_max_us = head_start_max_us
         self.phases: Any = None
         self.run_phases: dict[str, float] | None = None  # the child's word on the latest run (its phases' growth)
 
@@ -452,7 +454,7 @@ class _Loop:
         # (None on the first request: the child's totals then hold its warm-up and calibrations too.)
         self.run_phases = _phase_delta(before, self.phases) if before is not None else None
         windows = validate_times(reply.get("times_us"), len(positions))
-        heads = _head_starts(reply.get("head_start_cycles"), len(positions))
+        heads = _head_starts(reply.get("head_start_cycles"), len(positions), self.head_start_max_us)
         run_tails: list[float | None] = [None] * len(positions)
         if self.device == "cuda" and self.tail_allowance_us is not None:
             run_tails = list(validate_times(reply.get("tails_us"), len(positions)))
@@ -579,8 +581,8 @@ def _fresh_check(fresh_times: list[float], reused_times: list[float], *, judged:
 MAX_SPIN_CYCLES_PER_US = 3000
 
 
-def _head_starts(value: Any, n: int) -> list[int] | None:
-    """The head start of each call of a run on a GPU (child.HEAD_START_MAX_US), in GPU cycles, as the child
+def _head_starts(value: Any, n: int, cap_us: float) -> list[int] | None:
+    """The head start of each call of a run on a GPU (cap_us: child.HEAD_START_MAX_US), in GPU cycles, as the child
     reported it: the audit's null call spins as many, so that the GPU's idle time is the harness's on both sides
     (cycles, not microseconds: two processes' readings of the spin's rate differed by the GPU's clock when each
     was taken). Its word, so bounded here by the cap at the fastest clock any GPU has, and by the trusted
@@ -590,7 +592,7 @@ def _head_starts(value: Any, n: int) -> list[int] | None:
         return None
     if not all(type(v) is int for v in value):
         return None
-    most = int(HEAD_START_MAX_US * MAX_SPIN_CYCLES_PER_US)
+    most = int(cap_us * MAX_SPIN_CYCLES_PER_US)
     return [min(most, max(0, v)) for v in value]
 
 

@@ -17,11 +17,11 @@ an evaluate.ReferenceData).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from typing import Any
 
+from gpu_runner import config
 from gpu_runner.heap import keep_freed_memory
 
 # The roles started ahead: the solution's child and the trusted reference (eager). torch.compile's child is
@@ -32,10 +32,7 @@ REFERENCE_CACHE_BYTES = {"cuda": 4 << 30, "cpu": 1 << 30}
 
 def enabled() -> bool:
     """KERNELHUB_PRESTART=false turns pre-started processes off on a runner (every evaluation starts cold)."""
-    value = os.environ.get("KERNELHUB_PRESTART", "true").strip().lower()
-    if value not in ("true", "false", "1", "0", "yes", "no"):
-        raise ValueError(f"KERNELHUB_PRESTART={value!r}: use true or false")
-    return value in ("true", "1", "yes")
+    return bool(config.setting("prestart"))
 
 
 class ReferenceCache:
@@ -85,7 +82,7 @@ class WarmPool:
         """Start a child for every role without a live one. Spawning returns at once: the child imports torch
         in the background. Call it between jobs, so the imports do not disturb an evaluation's timing."""
         # Imported here: `enabled` is read in processes without torch (serve).
-        from gpu_runner.evaluate import Session, _limits
+        from gpu_runner.session import Session, limits
 
         with self.lock:
             for role in ROLES:
@@ -94,7 +91,7 @@ class WarmPool:
                     continue
                 if spare is not None:
                     spare.close()  # died while waiting (killed for memory, say): replaced
-                session = Session(role, device=self.device, limits_=_limits(self.device, role))
+                session = Session(role, device=self.device, limits_=limits(self.device, role))
                 session.prestarted = True
                 self.spares[role] = session
 

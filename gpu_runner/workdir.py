@@ -56,10 +56,11 @@ _NOISE = re.compile(r"(^|/)(__MACOSX(/|$)|\.DS_Store$)")
 # Build outputs left out when a directory is packed (never in an archive: there they are refused).
 _BUILD_OUTPUT_DIRS = {"build", "__pycache__", ".git", ".ipynb_checkpoints"}
 
-MAX_ARCHIVE_BYTES = int(os.environ.get("KERNELHUB_WORKDIR_MAX_ARCHIVE_BYTES", str(8 << 20)))
-MAX_FILES = int(os.environ.get("KERNELHUB_WORKDIR_MAX_FILES", "200"))
+# The format's limits, the same on the site (which refuses an upload over them) and on every runner.
+MAX_ARCHIVE_BYTES = 8 << 20
+MAX_FILES = 200
 MAX_FILE_BYTES = 256 << 10
-MAX_TOTAL_BYTES = int(os.environ.get("KERNELHUB_WORKDIR_MAX_BYTES", str(1 << 20)))
+MAX_TOTAL_BYTES = 1 << 20
 MAX_DEPTH = 4
 _PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}$")
 

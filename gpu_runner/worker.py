@@ -29,28 +29,23 @@ from celery import Celery
 from celery.signals import worker_process_init
 
 from gpu_runner import calibration, runner_core  # calibration: its clock of the last measurement starts now
+from gpu_runner.config import RunnerConfig
 from gpu_runner.contract import PREBUILD_KEYS, PREBUILD_TASK, Job, build_queue
 from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
 
 logger = logging.getLogger("gpu_runner.worker")
 
 
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name, "")
-    try:
-        return int(value) if value else default
-    except ValueError:
-        raise SystemExit(f"{name}={value!r}: an integer is expected.") from None
-
-
-SOFT_TIME_LIMIT_S = _env_int("KERNELHUB_SOFT_TIME_LIMIT_S", 1800)
+# This worker process's settings (config.py), read once as Celery imports this module, and passed down.
+SETTINGS = RunnerConfig.from_env()
+SOFT_TIME_LIMIT_S = SETTINGS.soft_time_limit_s
 
 app = Celery("gpu_runner")
 app.conf.update(
-    broker_url=os.environ.get("KERNELHUB_BROKER_URL") or None,
+    broker_url=SETTINGS.broker_url or None,
     broker_connection_retry_on_startup=True,
     # Longer than the hard time limit, so the broker never hands a running job to a second worker.
-    broker_transport_options={"visibility_timeout": _env_int("KERNELHUB_VISIBILITY_TIMEOUT_S", 3 * 3600)},
+    broker_transport_options={"visibility_timeout": SETTINGS.visibility_timeout_s},
     task_ignore_result=True,
     result_backend=None,
     task_acks_late=True,
@@ -58,7 +53,7 @@ app.conf.update(
     worker_prefetch_multiplier=1,
     worker_concurrency=1,
     task_soft_time_limit=SOFT_TIME_LIMIT_S,
-    task_time_limit=_env_int("KERNELHUB_TIME_LIMIT_S", int(SOFT_TIME_LIMIT_S * 1.2)),
+    task_time_limit=SETTINGS.hard_time_limit_s(),
 )
 
 
@@ -70,7 +65,7 @@ def warm_pool(device: str) -> Any:
     KERNELHUB_PRESTART=false. Each job takes them and refill() starts the next ones."""
     from gpu_runner import warm
 
-    if not warm.enabled():
+    if not SETTINGS.prestart:
         return None
     pool = _warm_pools.get(device)
     if pool is None:
@@ -82,7 +77,7 @@ def warm_pool(device: str) -> Any:
 @worker_process_init.connect
 def _prestart(**_: Any) -> None:
     """A worker started by `serve` pre-starts its first evaluation's processes before any job arrives."""
-    if not os.environ.get("KERNELHUB_WORKER_LABEL"):
+    if not SETTINGS.worker_label:
         return
     pool = warm_pool("cuda" if os.environ.get("CUDA_VISIBLE_DEVICES") else "cpu")
     if pool is not None:
@@ -104,7 +99,7 @@ def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.
         if pool is not None:
             pool.refill()  # started before this job in the normal case; this replaces any that died since
         return evaluate(checked.problem_source, checked.solution_source, device=checked.device,
-                        seed=checked.seed, on_stage=report, pool=pool)
+                        seed=checked.seed, on_stage=report, pool=pool, settings=SETTINGS)
 
     return runner_core.run_job(
         client, job, evaluate_here, keepalive_s=keepalive_s, failure_label="evaluator error", log=logger,
@@ -114,13 +109,14 @@ def run_job(client: SiteClient, job: dict[str, Any], *, keepalive_s: float = 30.
 
 @app.task(name="gpu_runner.evaluate_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def evaluate_job(job: dict[str, Any]) -> str:
-    client = SiteClient(os.environ.get("KERNELHUB_SITE_URL", ""), os.environ.get("KERNELHUB_RUNNER_TOKEN", ""))
+    client = SiteClient(SETTINGS.site_url, SETTINGS.runner_token)
     try:
-        outcome = run_job(client, job, keepalive_s=_env_int("KERNELHUB_KEEPALIVE_S", 30))
-        label = os.environ.get("KERNELHUB_WORKER_LABEL", "")
+        outcome = run_job(client, job, keepalive_s=SETTINGS.keepalive_s)
+        label = SETTINGS.worker_label
         if label:
             # Between two jobs this worker's GPU is idle: the only time a measurement is not disturbed.
-            calibration.after_job(client, device=str(job.get("device", "cpu")), worker=label)
+            calibration.after_job(client, device=str(job.get("device", "cpu")), worker=label,
+                                  every_s=SETTINGS.calibrate_every_s)
         pool = _warm_pools.get(str(job.get("device")))
         if pool is not None:
             # The next job's processes start now, after the calibration: they import torch while no job runs.
@@ -139,7 +135,8 @@ def prebuild_job(job: dict[str, Any]) -> str:
         return "ignored"
     from gpu_runner import prebuild
 
-    record = prebuild.build_ahead(str(job["problem_source"]), str(job["solution_source"]), device=str(job["device"]))
+    record = prebuild.build_ahead(str(job["problem_source"]), str(job["solution_source"]), device=str(job["device"]),
+                                  settings=SETTINGS)
     made = [b for b in record["builds"] if not b["cached"]]
     logger.info("Build ahead for evaluation %s: %s in %.1f s, %d build(s), %d made now%s", job["evaluation_id"],
                 record["outcome"], record["seconds"], len(record["builds"]), len(made),
@@ -285,12 +282,9 @@ def build_worker(*, config: dict[str, Any], site_url: str, secret: str, loglevel
     """A CUDA pool's build slots (gpu_runner/prebuild.py): one Celery worker with KERNELHUB_BUILD_SLOTS processes on
     the pool's build queue, seeing no GPU; its builds are keyed for the GPUs' architecture, read here through NVML,
     so that the evaluations find them. None with KERNELHUB_BUILD_SLOTS=0."""
-    from gpu_runner import builds, prebuild
+    from gpu_runner import builds
 
-    try:
-        slots = prebuild.build_slots()
-    except ValueError as e:
-        raise SystemExit(str(e)) from None
+    slots = SETTINGS.build_slot_count()
     if slots == 0:
         return None
     env = _worker_env(config, site_url, secret, {
@@ -328,9 +322,9 @@ def _celery_argv(queue: str, concurrency: int, name: str, loglevel: str) -> list
 def serve_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpu_runner serve",
                                      description="Serve a KernelHub pool: one Celery worker per GPU (one for CPU).")
-    parser.add_argument("--site", default=os.environ.get("KERNELHUB_SITE_URL", ""),
+    parser.add_argument("--site", default=SETTINGS.site_url,
                         help="The site's base URL, e.g. https://kernelhub.example (env KERNELHUB_SITE_URL).")
-    parser.add_argument("--token", default=os.environ.get("KERNELHUB_RUNNER_TOKEN", ""),
+    parser.add_argument("--token", default=SETTINGS.runner_token,
                         help="The runner's secret from `manage.py create_runner` (env KERNELHUB_RUNNER_TOKEN).")
     parser.add_argument("--pool-workers", type=int, default=None,
                         help="Worker processes: default one per GPU for a CUDA pool, one for the cpu pool.")
@@ -344,12 +338,6 @@ def serve_main(argv: list[str]) -> int:
         parser.error("--site and --token are required (or KERNELHUB_SITE_URL and KERNELHUB_RUNNER_TOKEN).")
     if args.pool_workers is not None and args.pool_workers < 1:
         parser.error("--pool-workers must be 1 or more.")
-    try:
-        from gpu_runner import warm
-
-        warm.enabled()
-    except ValueError as e:
-        parser.error(str(e))
     try:
         client = SiteClient(args.site, args.token, retry_for_s=300)
         config = client.me()
@@ -434,7 +422,7 @@ def serve_main(argv: list[str]) -> int:
 
 def _calibrate_at_start(client: SiteClient, config: dict[str, Any], workers: list[WorkerProcess]) -> None:
     """Each worker's GPU measured before any job runs on it (gpu_runner/calibration.py); a failure is logged."""
-    if calibration.CALIBRATE_EVERY_S <= 0:
+    if SETTINGS.calibrate_every_s <= 0:
         return
     for worker in workers:
         if worker.builds:

@@ -1,11 +1,10 @@
 from gpu_runner.evaluate import evaluate
-from gpu_runner.timing import SAMPLES_VAR
 from tests.evaluator.helpers import HONEST, PROBLEM
 from tests.evaluator.test_result_object import KEYS
 
 
 def test_it_accepts_an_honest_cpp_solution_and_reports_stages(monkeypatch):
-    monkeypatch.setenv(SAMPLES_VAR, "1")  # the clock audit's raw figures, for the null calls' check below
+    monkeypatch.setenv("KERNELHUB_AUDIT_SAMPLES", "1")  # the clock audit's raw figures, for the null calls' check below
     stages = []
     result = evaluate(PROBLEM, HONEST, device="cpu", seed=0, on_stage=stages.append)
     assert result["verdict"] == "accepted", result["message"]

@@ -12,6 +12,7 @@ import pytest
 
 from gpu_runner import evaluate, sandbox, timing
 from gpu_runner.child import CUDA_FLUSH_MIN_BYTES, MAX_AWAKE_S, cuda_flush_bytes
+from gpu_runner.config import RunnerConfig
 from gpu_runner.protocol import Channel
 
 
@@ -76,16 +77,14 @@ def test_only_gpu_timing_keeps_children_awake_and_the_flush_is_at_least_do_bench
     assert cuda_flush_bytes(200 << 20) == 400 << 20  # a larger L2: twice it
 
 
-def test_short_gpu_calls_are_timed_in_runs_and_long_ones_one_per_request(monkeypatch):
-    monkeypatch.delenv("KERNELHUB_RUN_CALLS", raising=False)
+def test_short_gpu_calls_are_timed_in_runs_and_long_ones_one_per_request():
     assert timing.run_length("cuda") == timing.RUN_CALLS["cuda"] > 1
     assert timing.run_length("cuda", 50.0) == timing.RUN_CALLS["cuda"]
     assert timing.run_length("cuda", timing.LONG_CALL_US) == 1
     assert timing.run_length("cpu") == 1
-    monkeypatch.setenv("KERNELHUB_RUN_CALLS", "8")
-    assert timing.run_length("cpu") == 8
-    monkeypatch.setenv("KERNELHUB_RUN_CALLS", "100000")
-    assert timing.run_length("cpu") == 100
+    # KERNELHUB_RUN_CALLS (config.RunnerConfig.run_calls) overrides, up to 100 calls a request.
+    assert timing.run_length("cpu", override=RunnerConfig.from_env({"KERNELHUB_RUN_CALLS": "8"}).run_calls) == 8
+    assert timing.run_length("cpu", override=100000) == 100
 
 
 def test_runs_cover_the_batch_in_order_and_never_mix_regenerated_sets_with_reused_ones():

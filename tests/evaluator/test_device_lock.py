@@ -112,7 +112,7 @@ def test_it_is_free_again_once_its_holder_died():
 
 def test_it_refuses_a_malformed_timeout(monkeypatch):
     monkeypatch.setenv("KERNELHUB_GPU_LOCK_TIMEOUT_S", "soon")
-    with pytest.raises(ValueError, match="KERNELHUB_GPU_LOCK_TIMEOUT_S must be a number of seconds"):
+    with pytest.raises(ValueError, match="KERNELHUB_GPU_LOCK_TIMEOUT_S='soon': a number is expected"):
         with gpulock.held("cpu", phase="test"):
             pass
 

@@ -9,8 +9,9 @@ import math
 
 import pytest
 
-from gpu_runner import child, timing
+from gpu_runner import child
 from gpu_runner.child import HEAD_START_MEASURED_CAP_US, HEAD_START_SAMPLES, Harness
+from gpu_runner.config import RunnerConfig
 from gpu_runner.timing import MAX_SPIN_CYCLES_PER_US, _head_starts
 
 CAP = HEAD_START_MEASURED_CAP_US
@@ -21,15 +22,14 @@ def head_start_on(monkeypatch):
     # Off in the evaluator as it ships (child.HEAD_START_MAX_US is 0: work on another stream could run while the
     # GPU waits); these are its rules with the cap the H200 runs had.
     monkeypatch.setattr(child, "HEAD_START_MAX_US", CAP)
-    monkeypatch.setattr(timing, "HEAD_START_MAX_US", CAP)
 
 
 def test_it_is_off_as_the_evaluator_ships():
     harness = _harness(1980.0)
     harness.host_recent[True].extend([40.0] * 27 + [160.0] * 5)
-    assert child.HEAD_START_MAX_US == 0.0 and timing.HEAD_START_MAX_US == 0.0
+    assert child.HEAD_START_MAX_US == 0.0 and RunnerConfig.from_env({}).head_start_max_us == 0.0
     assert harness._head_start_us(True) == 0.0
-    assert _head_starts([12000, 80000], 2) == [0, 0]  # the null call spins no more than the cap either
+    assert _head_starts([12000, 80000], 2, 0.0) == [0, 0]  # the null call spins no more than the cap either
 
 
 def _harness(rate: float) -> Harness:
@@ -70,13 +70,13 @@ def test_the_parent_bounds_the_head_starts_a_child_reports(head_start_on):
     # cap at the fastest clock of any GPU; the trusted process bounds it again at its own rate), and ignored
     # where it is not a list of whole numbers, one per call of the run.
     most = int(CAP * MAX_SPIN_CYCLES_PER_US)
-    assert _head_starts([12000, 10**12, -5], 3) == [12000, most, 0]
-    assert _head_starts([12000, 14000], 3) is None
-    assert _head_starts([12000, float("nan"), 1], 3) is None
-    assert _head_starts([12000, 7.5, 1], 3) is None
-    assert _head_starts([12000, "7", 1], 3) is None
-    assert _head_starts(None, 1) is None
-    assert _head_starts([True], 1) is None
+    assert _head_starts([12000, 10**12, -5], 3, CAP) == [12000, most, 0]
+    assert _head_starts([12000, 14000], 3, CAP) is None
+    assert _head_starts([12000, float("nan"), 1], 3, CAP) is None
+    assert _head_starts([12000, 7.5, 1], 3, CAP) is None
+    assert _head_starts([12000, "7", 1], 3, CAP) is None
+    assert _head_starts(None, 1, CAP) is None
+    assert _head_starts([True], 1, CAP) is None
 
 
 def test_work_outside_the_timer_allows_the_hosts_head_start(head_start_on):
@@ -84,8 +84,8 @@ def test_work_outside_the_timer_allows_the_hosts_head_start(head_start_on):
 
     # An honest forward that spends 370 us launching on the host and 40 us on the GPU: with the head start its
     # window reads 40 us, and its back-to-back calls take the host's 370 us. Not work outside the timer.
-    assert not work_outside_timer(370.0, 40.0)
+    assert not work_outside_timer(370.0, 40.0, CAP)
     # Work left running after forward returned: back-to-back calls take far longer than the window explains.
-    assert work_outside_timer(1200.0, 40.0)
-    assert work_outside_timer(4 * 1000.0 + 200 + CAP + 1, 1000.0)
-    assert not work_outside_timer(4 * 1000.0 + 200 + CAP - 1, 1000.0)
+    assert work_outside_timer(1200.0, 40.0, CAP)
+    assert work_outside_timer(4 * 1000.0 + 200 + CAP + 1, 1000.0, CAP)
+    assert not work_outside_timer(4 * 1000.0 + 200 + CAP - 1, 1000.0, CAP)

@@ -177,10 +177,11 @@ def test_a_child_takes_a_slots_descriptor_and_stays_in_step(tmp_path):
 
 
 def test_an_unknown_output_ipc_setting_is_refused_with_the_choices(monkeypatch):
-    from gpu_runner.evaluate import EvaluatorError, _Run, _skeleton
+    from gpu_runner.config import ConfigError
+    from gpu_runner.evaluate import evaluate
 
     monkeypatch.setenv("KERNELHUB_OUTPUT_IPC", "fast")
     problem = (FIXTURES / "relu_scale.py").read_text()
-    run = _Run(problem, CUDA_SOLUTION, {}, "cuda", 0, None, _skeleton(problem, CUDA_SOLUTION, "cuda", 0))
-    with pytest.raises(EvaluatorError, match="use 0 .* 1 .* or capability"):
-        run._ipc_on()
+    # Before anything starts: the evaluation reads its settings first.
+    with pytest.raises(ConfigError, match="KERNELHUB_OUTPUT_IPC='fast': use 0 .* 1 .* or capability"):
+        evaluate(problem, CUDA_SOLUTION, device="cpu")

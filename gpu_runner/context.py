@@ -1,0 +1,189 @@
+"""What every phase of one evaluation works with (`Context`): its inputs and settings, the result it fills in, its
+child processes, and the few things every phase does alike (stages and their seconds, the host's device lock,
+starting a child, device memory lent for outputs). The phases themselves are the modules that take it:
+reference.py (the expected outputs and the memory plan), checks.py (the solution's trials), solution_timing.py
+(the timed calls and what can still reject), baseline_timing.py (eager and torch.compile); evaluate.py runs them
+in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from gpu_runner import config, gpulock, ipc, timing, workdir
+from gpu_runner.result import EvaluationResult
+from gpu_runner.session import EvaluatorError, Session, limits, trusted, untrusted
+
+SLOT_MARGIN = 64 * ipc.ALIGN  # room for the alignment of an output's tensors in a lent slot
+# The stages the site knows (gpu_runner/contract.py STAGES); the others are for the record.
+REPORTED_STAGES = ("compiling", "checking", "timing")
+
+
+def log(msg: str) -> None:
+    print(f"kernelhub: {msg}", file=sys.stderr, flush=True)
+
+
+class Context:
+    def __init__(self, problem_source: str, solution_source: str, meta: dict[str, Any], device: str, seed: int,
+                 on_stage: Callable[[str], None] | None, result: EvaluationResult,
+                 settings: config.RunnerConfig | None = None) -> None:
+        self.settings = settings or config.RunnerConfig.from_env()
+        self.problem_source, self.solution_source, self.meta = problem_source, solution_source, meta
+        self.device, self.seed, self.on_stage, self.result = device, seed, on_stage, result
+        self.sessions: list[Session] = []  # the children still running
+        self.all_sessions: list[Session] = []
+        self.started = time.monotonic()
+        self.pool: Any = None  # a gpu_runner.warm.WarmPool
+        self.device_model = ""  # set by the memory plan, before the trials (reference.Reference.plan_before_trials)
+        self.child_versions: dict[str, Any] = {}  # the solution's child's versions of torch & co, once it loaded
+        self.trials_passed = False
+        # A CUDA Agent workdir (gpu_runner/workdir.py): its model_new.py is the solution file the child imports,
+        # its sources are built by the parent from this copy.
+        self.workdir: workdir.Workdir | None = None
+        self.workdir_error = ""
+        if workdir.is_bundle(solution_source):
+            try:
+                self.workdir = workdir.parse_bundle(solution_source)
+            except workdir.WorkdirError as e:
+                self.workdir_error = str(e)
+            result.solution_format = workdir.FORMAT
+            self.rules = workdir.effective_rules(self.workdir.rules if self.workdir else None, problem_source)
+        else:
+            self.rules = workdir.effective_rules(None, problem_source)
+        result.rules = self.rules
+
+    # ----- stages and where the time goes -----
+    def stage(self, name: str) -> None:
+        # When each stage began, seconds from the start: where an evaluation's time goes.
+        self.result.checks.setdefault("stage_started_s", {})[name] = round(time.monotonic() - self.started, 3)
+        log(f"stage {name}")
+        if self.on_stage is not None and name in REPORTED_STAGES:
+            self.on_stage(name)
+
+    @contextlib.contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """Adds the seconds spent inside to result.stage_seconds[name]: where an evaluation's time goes."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            spent = self.result.stage_seconds
+            spent[name] = round(spent.get(name, 0.0) + time.monotonic() - t0, 3)
+
+    @contextlib.contextmanager
+    def device_lock(self, phase: str, *, shared: bool = False) -> Iterator[None]:
+        """Hold the host-wide lock of this device (gpulock.py): exclusive while `phase` times, shared while it
+        uses the device without timing; the wait is recorded, and counts against no child's deadline."""
+        holds: list[gpulock.Hold] = []
+        try:
+            with gpulock.held(self.device, phase=phase, shared=shared,
+                              timeout=self.settings.gpu_lock_timeout_s) as hold:
+                holds.append(hold)
+                for s in self.sessions:
+                    s.lock_wait_s += hold.waited_s
+                yield
+        except gpulock.GpuLockTimeout as e:
+            raise EvaluatorError(str(e)) from None
+        finally:
+            for h in holds:  # wall-clock times, comparable across the evaluations of a host
+                self.result.checks.setdefault("device_lock", []).append({
+                    "phase": phase, "device": h.device, "shared": h.shared, "waited_s": round(h.waited_s, 3),
+                    "held_from": round(h.acquired_at, 4), "held_until": round(h.released_at or 0.0, 4)})
+
+    # ----- the children -----
+    def limits(self, role: str, *, gpu: bool = True) -> Any:
+        return limits(self.device, role, gpu=gpu, settings=self.settings)
+
+    def session(self, role: str, on_build: Callable[[Any], dict[str, Any]] | None = None, *,
+                gpu: bool = True) -> Session:
+        """A child for `role` (eager, compile, solution): a pre-started one from the pool where it has one."""
+        s = self.pool.take(role) if self.pool is not None and gpu else None
+        if s is None:
+            s = Session(role, device=self.device, limits_=self.limits(role, gpu=gpu), on_build=on_build,
+                        settings=self.settings)
+        else:
+            s.begin(on_build, self.settings)
+        self.result.checks.setdefault("prestarted", {})[role] = s.prestarted
+        self.sessions.append(s)
+        self.all_sessions.append(s)
+        (s.workdir / "problem.py").write_text(self.problem_source)
+        if role == "solution":
+            (s.workdir / "solution.py").write_text(self.solution_source)
+        return s
+
+    def stop(self, s: Session) -> None:
+        s.close()
+        self.sessions.remove(s)
+
+    def load_fields(self, role: str) -> dict[str, Any]:
+        policy = {k: self.meta[k] for k in ("allow_torch",) if k in self.meta}
+        fields = {"device": self.device, "seed": self.seed, "problem_file": "problem.py",
+                  "solution_file": "solution.py" if role == "solution" else None, "policy": policy}
+        if role == "solution" and self.workdir is not None:
+            fields["extension"] = {"name": workdir.EXTENSION_NAME}
+        return fields
+
+    def close(self) -> list[int]:
+        """Stop every child still running; the pids of processes that had escaped their group."""
+        escaped: list[int] = []
+        for s in self.sessions:
+            escaped += s.close()
+        self.result.op_seconds = {s.role: {op: [int(n), round(t, 3)] for op, (n, t) in s.op_seconds.items()}
+                                  for s in self.all_sessions}
+        return escaped
+
+    # ----- device memory lent for outputs (ipc.py) -----
+    def ipc_mode(self) -> str:
+        """KERNELHUB_OUTPUT_IPC: `0` files only; `1` (the default) a legacy-handle slot for the solution's outputs;
+        `capability` capability slots (ipc.CapabilitySlot) for the solution's and the reference's."""
+        return self.settings.output_ipc
+
+    def ipc_on(self) -> bool:
+        return self.device == "cuda" and self.ipc_mode() != "0"
+
+    def checks_per_batch(self, output_bytes: int) -> int:
+        return timing.batch_limits(self.device, output_bytes)[1]
+
+    def lend(self, s: Session, nbytes: int) -> None:
+        """Device memory for a child's outputs (ipc.py), where they are too large to keep (on demand); the way they
+        went, in checks.output_transfer. The trusted reference gets one only as a capability slot: a legacy
+        CUDA IPC handle is not a capability (whoever has its bytes can open the allocation), so a slot of its
+        holding expected outputs could be read, or written, by the solution; its outputs then go through files."""
+        capability = self.ipc_mode() == "capability"
+        if not self.ipc_on() or nbytes <= 0 or (s.role != "solution" and not capability):
+            return
+        if s.role == "solution":
+            def offer(**fields: Any) -> dict[str, Any]:
+                return untrusted(s, "ipc_slot", "mapping the lent memory", **fields)
+        else:
+            def offer(**fields: Any) -> dict[str, Any]:
+                return trusted(s, "ipc_slot", **fields)
+        with self.timed("output_slots"):
+            outcome = s.lend_slot(nbytes, offer, capability=capability)
+        self.result.checks.setdefault("output_transfer", {})[s.role] = outcome
+
+
+class Background:
+    """A function run on a thread; join() re-raises what it raised."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the joining thread
+            self.error = e
+
+    def join(self, swallow: bool = False) -> None:
+        self.thread.join()
+        if self.error is not None and not swallow:
+            error, self.error = self.error, None
+            raise error

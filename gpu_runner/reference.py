@@ -1,0 +1,348 @@
+"""The trusted reference's side of one evaluation (`Reference`): it loads the problem's Model, plans the memory
+(before any input exists, then from the measured footprint), runs the correctness trials whose outputs the
+solution's are compared with (and their float64 runs, for the precision rule), checks that the Model is
+deterministic, and prepares the timing input sets. What its trials found is one frozen value, `ReferenceData`,
+which a warm pool keeps for the next evaluation of the same problem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpu_runner import correctness, memory_plan, sandbox, sysinfo, timing
+from gpu_runner.context import SLOT_MARGIN, Context
+from gpu_runner.session import EvaluatorError, Session, Verdict, trusted
+
+# Memory for the K timing input sets (each set lives in the solution's and the reference's process).
+SETS_BUDGET = {"cuda": 8 << 30, "cpu": 512 << 20}
+MIN_SETS, MAX_SETS = 2, 16  # with memory to spare; the memory plan goes down to 1 where it is short
+
+
+@dataclass(frozen=True)
+class ReferenceData:
+    """What the reference's trials found, for one (problem, seed, device): the trials' seeds and expected outputs
+    (None where a trial's are computed when its turn comes: `expected_mode` "on_demand", for outputs too large to
+    keep), their float64 runs for the precision rule, the output's structure, the inputs the timing may perturb,
+    the sizes, whether forward changes its inputs, and the reference's measured footprint. A warm pool keeps it,
+    in this trusted process, for the next evaluation of the same problem (gpu_runner/warm.py)."""
+
+    trial_seeds: tuple[int, ...]
+    sample_seeds: tuple[int, ...]
+    expected: tuple[list[Any] | None, ...]
+    ground_truth: tuple[list[Any] | None, ...]
+    fp64_notes: tuple[str, ...]
+    structure: Any
+    perturbable: list[Any]
+    input_bytes: int
+    output_bytes: int
+    changes_inputs: bool
+    footprint: dict[str, int] | None
+    expected_mode: str
+
+    def nbytes(self) -> int:
+        """The tensors it holds (what a warm pool counts against its budget)."""
+        return sum(t.numel() * t.element_size() for ts in self.expected + self.ground_truth if ts
+                   for t in ts if t is not None)
+
+
+def derived_seed(seed: int, what: str, i: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{what}:{i}".encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def _tmpfs(path: Path) -> bool:
+    """Whether path lies on a memory-backed filesystem (its files are host memory)."""
+    best, fstype = "", ""
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                parts = line.split()
+                point = parts[1].replace("\\040", " ")
+                if str(path).startswith(point.rstrip("/") + "/") or str(path) == point:
+                    if len(point) > len(best):
+                        best, fstype = point, parts[2]
+    except OSError:
+        return False
+    return fstype in ("tmpfs", "ramfs")
+
+
+class Reference:
+    """The reference's child (role eager) and what it computed; the phases after it read its attributes."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.n_trials = max(correctness.MIN_TRIALS, ctx.settings.trials)
+        self.session: Session | None = None
+        self.expected_mode = "memory"  # or "on_demand": outputs too large to keep, computed just before each trial
+        self.sizes_before_trials: dict[str, int] | None = None
+        self.free_at_start: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+        self.plan: memory_plan.Plan | None = None
+        # What the trials found (adopt), with the on-demand trials' filled in as they come.
+        self.trial_seeds: list[int] = []
+        self.sample_seeds: list[int] = []
+        self.expected: list[list[Any] | None] = []
+        self.ground_truth: list[list[Any] | None] = []
+        self.fp64_notes: list[str] = []
+        self.structure: Any = None
+        self.perturbable: list[Any] = []
+        self.input_bytes = self.output_bytes = 0
+        self.changes_inputs = False
+        self.footprint: dict[str, int] | None = None
+        # The timing input sets (_sets).
+        self.n_sets = 0
+        self.set_seeds: list[int] = []
+        self.expected_sets: list[list[Any]] = []
+
+    def start(self) -> Session:
+        self.session = self.ctx.session("eager")
+        return self.session
+
+    def outputs(self) -> None:
+        """The trials' expected outputs (or the pool's copy), then the clock audit's one-time costs."""
+        with self.ctx.device_lock("reference trials", shared=True):
+            self.outputs_held()
+        # While the solution's child still loads: the clock audit's one-time costs in this trusted process
+        # (child.op_warm_audit), which its first null call paid inside the timing stage.
+        assert self.session is not None
+        with self.ctx.timed("reference_warm_audit"):
+            trusted(self.session, "warm_audit", timeout=self.ctx.settings.load_timeout_s)
+
+    def plan_before_trials(self) -> None:
+        """Load the reference, work out the problem's footprint (cached from an earlier evaluation on this device
+        model, else from the shapes on the meta device), and refuse at once what cannot fit."""
+        ref = self.session
+        assert ref is not None
+        with self.ctx.device_lock("reference load", shared=True), self.ctx.timed("reference_load"):
+            trusted(ref, "load", timeout=self.ctx.settings.load_timeout_s, **self.ctx.load_fields("eager"))
+        self.ctx.device_model = sysinfo.device_model(self.ctx.device)
+        self.free_at_start = (memory_plan.host_free(self.ctx.settings),
+                              memory_plan.device_free(self.ctx.device, self.ctx.settings))
+        cached = memory_plan.load_footprint(self.ctx.result.problem_hash, self.ctx.device_model)
+        if cached is not None:
+            sizes, source = cached, "cached"
+        else:
+            reply = trusted(ref, "footprint", seed=self.ctx.seed)
+            i_b, o_b = reply.get("input_bytes"), reply.get("output_bytes")
+            if type(i_b) is not int:
+                self.ctx.result.checks["memory_plan"] = {"before_trials": f"no footprint: {reply.get('why')}"}
+                return
+            # An output the meta device cannot work out counts as nothing here: a refusal must be certain.
+            sizes = {"input_bytes": i_b, "output_bytes": o_b if type(o_b) is int else 0, "peak_bytes": 0}
+            source = "meta"
+        self.sizes_before_trials = sizes
+        p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
+        self.ctx.result.checks["memory_plan"] = {"before_trials": p.record()}
+        if not p.fits:
+            raise Verdict("runtime_error", p.message)
+
+    def make_plan(self, input_bytes: int, output_bytes: int, peak_bytes: int | None,
+                  source: str) -> memory_plan.Plan:
+        per_set = max(1, input_bytes + output_bytes)
+        host, gpu = self.free_at_start
+        return memory_plan.plan(
+            self.ctx.device, input_bytes=input_bytes, output_bytes=output_bytes, peak_bytes=peak_bytes, source=source,
+            host=host, gpu=gpu,
+            child_limits=(self.ctx.limits("eager").memory_bytes, self.ctx.limits("solution").memory_bytes),
+            n_trials=self.n_trials,
+            sets_wanted=max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.ctx.device] // per_set)),
+            keep_wanted=timing.batch_limits(self.ctx.device, output_bytes)[0],
+            tmpfs_work=_tmpfs(sandbox.work_base(self.ctx.settings)),
+            lent_outputs=(self.ctx.checks_per_batch(output_bytes) + (self.ctx.ipc_mode() == "capability"))
+            if self.ctx.ipc_on() else 0)
+
+    def outputs_held(self) -> None:
+        ref = self.session
+        assert ref is not None
+        # The trials' expected outputs depend only on (problem, seed, device): a warm pool keeps them in this
+        # trusted process's memory, out of the solution's reach, and the reference skips them.
+        cache_key = (self.ctx.result.problem_hash, self.ctx.seed, self.ctx.device, self.n_trials)
+        remembered = self.ctx.pool.references.get(cache_key) if self.ctx.pool is not None else None
+        self.ctx.result.checks["reference_trials_cached"] = remembered is not None
+        if remembered is not None:
+            data = remembered
+        else:
+            sizes = self.sizes_before_trials
+            o_b = int(sizes.get("output_bytes") or 0) if sizes else 0
+            if (self.n_trials + 1) * o_b > memory_plan.EXPECTED_IN_MEMORY_BYTES:
+                self.ctx.lend(ref, o_b + SLOT_MARGIN)  # one output a request; only as a capability slot
+            with self.ctx.timed("reference_trials"):
+                data = self.trials(ref)
+            if self.ctx.pool is not None and data.expected_mode == "memory":
+                self.ctx.pool.references.put(cache_key, data, data.nbytes())
+        self.adopt(data)
+
+    def adopt(self, data: ReferenceData) -> None:
+        """The run works from the reference's data: its own copies of what the on-demand trials fill in later
+        (expected outputs, float64 runs, notes, whether the forward changes its inputs); the rest as it is."""
+        self.trial_seeds, self.sample_seeds = list(data.trial_seeds), list(data.sample_seeds)
+        self.expected, self.ground_truth = list(data.expected), list(data.ground_truth)
+        self.fp64_notes = list(data.fp64_notes)
+        self.structure, self.perturbable = data.structure, data.perturbable
+        self.input_bytes, self.output_bytes = data.input_bytes, data.output_bytes
+        self.changes_inputs, self.footprint = data.changes_inputs, data.footprint
+        self.expected_mode = data.expected_mode
+
+    def timed_sets(self) -> None:
+        """The timing input sets, under the device's shared lock."""
+        assert self.session is not None
+        with self.ctx.timed("reference_sets"), self.ctx.device_lock("reference sets", shared=True):
+            self._sets(self.session)
+
+    def trials(self, ref: Session) -> ReferenceData:
+        trial_seeds = [derived_seed(self.ctx.seed, "trial", i) for i in range(self.n_trials)]
+        # Read by _fp64_file and _truth_of while the trials run.
+        self.fp64_notes = []
+        expected: list[list[Any] | None] = []
+        # The float64 run of each trial (precision.py), None where it could not be done (or not yet: on_demand).
+        ground_truth: list[list[Any] | None] = []
+        # Where large outputs are sampled for the precision rule: a seed the solution cannot know.
+        sample_seeds = [random.SystemRandom().randrange(1 << 31) for _ in trial_seeds]
+        changes_inputs = False
+        footprint: dict[str, int] | None = None
+        structure: Any = None
+        perturbable: list[Any] = []
+        input_bytes = output_bytes = 0
+        for i, s in enumerate(trial_seeds):
+            if i > 0 and self.expected_mode == "on_demand":
+                # Computed just before the solution's trial i (expected_trial).
+                expected.append(None)
+                ground_truth.append(None)
+                continue
+            if i == 0:
+                before = trusted(ref, "memory", reset=True)
+            reply = trusted(ref, "trial", seed=s, file=f"ref_trial_{i}.pt", fp64_file=self._fp64_file(i),
+                            sample_seed=sample_seeds[i])
+            if i == 0:
+                after = reply.get("memory_after_call") or trusted(ref, "memory")
+                footprint = self._measure_footprint(reply, before, after)
+            if reply["problems"]:
+                raise EvaluatorError(f"the problem's Model output is unusable: {'; '.join(reply['problems'])}")
+            outputs = ref.tensors(f"ref_trial_{i}.pt", trusted=True)
+            expected.append(outputs)
+            (ref.workdir / f"ref_trial_{i}.pt").unlink(missing_ok=True)
+            ground_truth.append(self._truth_of(ref, i, reply))
+            structure = reply["structure"]
+            changes_inputs |= bool(reply.get("changed_inputs"))
+            unusable = correctness.reference_problems(outputs, self.ctx.meta, self.ctx.device)
+            if unusable:
+                raise EvaluatorError(f"the problem cannot judge solutions (trial {i + 1}): {'; '.join(unusable)}")
+            if i == 0:
+                self._check_deterministic(ref, s, outputs, structure)
+            perturbable = reply["perturbable"] if self.ctx.meta.get("perturb_timed_inputs", True) else []
+            input_bytes, output_bytes = int(reply["input_bytes"]), int(reply["output_bytes"])
+            # On demand, trial 0's outputs are the one set kept: the solution's first trial compares with them,
+            # and the parent holds no more at a time than the determinism check just did (two). Computing them
+            # again had been a whole reference trial of a 6 GiB problem. checks.trials lets them go once used.
+        return ReferenceData(
+            trial_seeds=tuple(trial_seeds), sample_seeds=tuple(sample_seeds), expected=tuple(expected),
+            ground_truth=tuple(ground_truth), fp64_notes=tuple(self.fp64_notes), structure=structure,
+            perturbable=perturbable, input_bytes=input_bytes, output_bytes=output_bytes,
+            changes_inputs=changes_inputs, footprint=footprint, expected_mode=self.expected_mode)
+
+    def _measure_footprint(self, reply: dict[str, Any], before: dict[str, Any],
+                           after: dict[str, Any]) -> dict[str, int]:
+        """The reference's own peak in its first trial, cached for later evaluations on this device model; and
+        where the trials' expected outputs live (memory_plan.py)."""
+        if self.ctx.device == "cuda":
+            peak = int(after.get("cuda_peak_bytes", 0)) - int(before.get("cuda_allocated_bytes", 0))
+        else:
+            peak = int(after.get("vmhwm_bytes", 0)) - int(before.get("vmrss_bytes", 0))
+        footprint = {"input_bytes": int(reply["input_bytes"]), "output_bytes": int(reply["output_bytes"]),
+                     "peak_bytes": max(0, peak)}
+        memory_plan.store_footprint(self.ctx.result.problem_hash, self.ctx.device_model, footprint)
+        if (self.n_trials + 1) * footprint["output_bytes"] > memory_plan.EXPECTED_IN_MEMORY_BYTES:
+            self.expected_mode = "on_demand"
+        return footprint
+
+    def _fp64_file(self, i: int) -> str | None:
+        """Where trial i's float64 run goes, or None where the precision rule's run is skipped: it doubles the
+        reference's memory (a float64 copy of the model, the inputs and the outputs), so it runs only where the
+        memory plan keeps the expected outputs in memory (the footprint known before the trials)."""
+        sizes = self.sizes_before_trials
+        if sizes and (self.n_trials + 1) * int(sizes.get("output_bytes") or 0) > memory_plan.EXPECTED_IN_MEMORY_BYTES:
+            note = ("skipped: the outputs are over the memory plan's in-memory bound, and a float64 run would double "
+                    "the reference's memory")
+            if note not in self.fp64_notes:
+                self.fp64_notes.append(note)
+            return None
+        return f"ref64_trial_{i}.pt"
+
+    def _truth_of(self, ref: Session, i: int, reply: dict[str, Any]) -> list[Any] | None:
+        """Trial i's float64 run (precision.py), read from the reference's file, or None with the reason noted."""
+        if reply.get("fp64"):
+            truth = ref.tensors(f"ref64_trial_{i}.pt", trusted=True)
+            (ref.workdir / f"ref64_trial_{i}.pt").unlink(missing_ok=True)
+            return truth
+        if "fp64" in reply:  # asked for, and not done: the child says why (not asked: _fp64_file noted why)
+            self.fp64_notes.append(str(reply.get("fp64_note") or "no float64 run"))
+        return None
+
+    def expected_trial(self, i: int) -> list[Any]:
+        """Trial i's expected outputs: kept from the reference's trials, or computed by it now (on_demand)."""
+        kept = self.expected[i]
+        if kept is not None:
+            return kept
+        ref = self.session
+        assert ref is not None
+        with self.ctx.timed("reference_trials"):
+            reply = trusted(ref, "trial", seed=self.trial_seeds[i], file=f"ref_trial_{i}.pt",
+                            fp64_file=self._fp64_file(i), sample_seed=self.sample_seeds[i])
+            if reply["problems"]:
+                raise EvaluatorError(f"the problem's Model output is unusable: {'; '.join(reply['problems'])}")
+            self.ground_truth[i] = self._truth_of(ref, i, reply)
+            if reply.get("structure") != self.structure:
+                raise EvaluatorError(f"the problem's Model returned {reply.get('structure')} in trial {i + 1}, "
+                                     f"{self.structure} in the first")
+            self.changes_inputs |= bool(reply.get("changed_inputs"))
+            expected = ref.tensors(f"ref_trial_{i}.pt", trusted=True)
+            (ref.workdir / f"ref_trial_{i}.pt").unlink(missing_ok=True)
+            unusable = correctness.reference_problems(expected, self.ctx.meta, self.ctx.device)
+            if unusable:
+                raise EvaluatorError(f"the problem cannot judge solutions (trial {i + 1}): {'; '.join(unusable)}")
+        return expected
+
+    def _sets(self, ref: Session) -> None:
+        """The memory plan from the measured footprint, then the timing input sets (fresh seeds) and, where the
+        timed calls are not perturbed, their expected outputs."""
+        fp = self.footprint
+        self.plan = self.make_plan(self.input_bytes, self.output_bytes, fp["peak_bytes"] if fp else None,
+                                   "measured" if fp else "unmeasured")
+        self.ctx.result.checks.setdefault("memory_plan", {})["timing"] = self.plan.record()
+        if not self.plan.fits:
+            raise Verdict("runtime_error", self.plan.message)
+        self.n_sets = self.plan.n_sets
+        rng = random.SystemRandom()
+        # Fresh seeds every evaluation: nothing a solution saw before can match these inputs.
+        self.set_seeds = [rng.randrange(1 << 31) for _ in range(self.n_sets)]
+        # A forward that changes its inputs in place gets a fresh copy of its input set at every call.
+        trusted(ref, "prepare_timing", seeds=self.set_seeds, copy_sets=self.changes_inputs)
+        self.expected_sets = []
+        if not self.perturbable and self.expected_mode == "memory":
+            # Only unperturbed timed calls are checked against these; perturbed ones are replayed (check_batch).
+            trusted(ref, "set_outputs", prefix="ref_set_")
+            self.expected_sets = [ref.tensors(f"ref_set_{k}.pt") for k in range(self.n_sets)]
+        self.ctx.result.checks.update({"trials": self.n_trials, "timing_input_sets": self.n_sets,
+                                       "input_bytes": self.input_bytes, "output_bytes": self.output_bytes})
+
+    def _check_deterministic(self, ref: Session, seed: int, first: list[Any], structure: Any) -> None:
+        """The same inputs again, from another random state: the outputs must agree within the tolerances."""
+        reply = trusted(ref, "trial", seed=seed, rng_seed=derived_seed(self.ctx.seed, "rerun", 0),
+                        file="ref_trial_again.pt")
+        again = ref.tensors("ref_trial_again.pt", trusted=True) if not reply["problems"] else []
+        (ref.workdir / "ref_trial_again.pt").unlink(missing_ok=True)
+        cmp = correctness.compare(first, again, self.ctx.meta, self.ctx.device)
+        if reply.get("structure") != structure or not cmp.ok:
+            differs = cmp.message if reply.get("structure") == structure else \
+                f"the output is {reply.get('structure')}, then {structure}"
+            raise EvaluatorError(
+                "the problem's Model is not deterministic: two runs on the same inputs disagree "
+                f"({differs}). Its forward draws random numbers (torch.rand*, dropout in training mode) or keeps "
+                "state between calls, so no solution could match it; fix the problem (call self.eval() in "
+                "__init__, or take the random values as inputs from get_inputs)")
+
+    def poison_bytes(self) -> int:
+        """How much memory the solution's child poisons before each call that saves outputs."""
+        return int(min(2 * self.output_bytes + (1 << 20), 1 << 30))
