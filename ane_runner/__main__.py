@@ -53,8 +53,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"wrote {args.out}")
         return 0
-    from .worker import serve
-
+    try:
+        from .worker import serve  # reads the worker's settings (gpu_runner/config.py)
+    except config.ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if not args.token:
         print("error: give --token or set KERNELHUB_RUNNER_TOKEN (the secret shown when the runner was "
               "registered)", file=sys.stderr)

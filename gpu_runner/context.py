@@ -15,13 +15,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from gpu_runner import config, gpulock, ipc, timing, workdir
+from gpu_runner import config, contract, gpulock, ipc, timing, workdir
 from gpu_runner.result import EvaluationResult
 from gpu_runner.session import EvaluatorError, Session, limits, trusted, untrusted
 
 SLOT_MARGIN = 64 * ipc.ALIGN  # room for the alignment of an output's tensors in a lent slot
-# The stages the site knows (gpu_runner/contract.py STAGES); the others are for the record.
-REPORTED_STAGES = ("compiling", "checking", "timing")
 
 
 def log(msg: str) -> None:
@@ -62,7 +60,8 @@ class Context:
         # When each stage began, seconds from the start: where an evaluation's time goes.
         self.result.checks.setdefault("stage_started_s", {})[name] = round(time.monotonic() - self.started, 3)
         log(f"stage {name}")
-        if self.on_stage is not None and name in REPORTED_STAGES:
+        # Only the contract's stages go out (the site knows no others); "baselines" is for the record.
+        if self.on_stage is not None and name in contract.RUNNER_STAGES:
             self.on_stage(name)
 
     @contextlib.contextmanager
@@ -133,9 +132,12 @@ class Context:
         escaped: list[int] = []
         for s in self.sessions:
             escaped += s.close()
+        return escaped
+
+    def record_op_seconds(self) -> None:
+        """Per child and op, [requests, seconds]: once no thread of this evaluation makes requests any more."""
         self.result.op_seconds = {s.role: {op: [int(n), round(t, 3)] for op, (n, t) in s.op_seconds.items()}
                                   for s in self.all_sessions}
-        return escaped
 
     # ----- device memory lent for outputs (ipc.py) -----
     def ipc_mode(self) -> str:

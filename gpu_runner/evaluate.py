@@ -142,6 +142,7 @@ class _Run(Context):
             self.ref_thread.join(swallow=True)  # its child is gone: it ends at once
         if escaped:
             self.result.isolation["killed_escaped_processes"] = len(escaped)
+        self.record_op_seconds()
 
     # ----- builds asked for by the solution -----
     def _on_build(self, raw: Any) -> dict[str, Any]:

@@ -51,10 +51,15 @@ class Session:
                  on_build: Callable[[Any], dict[str, Any]] | None = None,
                  settings: config.RunnerConfig | None = None) -> None:
         self.role = role
+        settings = settings or config.RunnerConfig.from_env()
         # A request's default deadline (KERNELHUB_STEP_TIMEOUT_S); the evaluation's own settings at begin().
-        self.step_timeout_s = (settings or config.RunnerConfig.from_env()).step_timeout_s
+        self.step_timeout_s = settings.step_timeout_s
         self.workdir = sandbox.new_workdir(f"{role}-")
-        self.child = sandbox.spawn(["-m", "gpu_runner.child", role], workdir=self.workdir, limits=limits_)
+        # The two settings the child acts on itself, from the parent's settings rather than its environment.
+        own = {"KERNELHUB_HEAD_START_MAX_US": repr(settings.head_start_max_us),
+               "CUDA_DEVICE_MAX_CONNECTIONS": str(settings.cuda_device_max_connections)}
+        self.child = sandbox.spawn(["-m", "gpu_runner.child", role], workdir=self.workdir, limits=limits_,
+                                   extra_env=own)
         self.on_build = on_build
         self.started = time.monotonic()
         self.wall_limit = limits_.wall_s

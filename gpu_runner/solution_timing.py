@@ -263,7 +263,7 @@ def speed_of_light(ctx: Context, ref: Reference) -> float | None:
     return bandwidth
 
 
-def work_outside_timer(wall_per_call_us: float, median_us: float, head_start_max_us: float = 0.0) -> bool:
+def work_outside_timer(wall_per_call_us: float, median_us: float, head_start_max_us: float) -> bool:
     """On a GPU: do back-to-back calls by the parent's clock take more than the timed calls can explain? Four times
     the median plus 200 us, and the head start's cap on top: the host's time in forward up to the flush plus the
     head start is outside the window by design (KERNELHUB_HEAD_START_MAX_US), so an honest host-bound forward's
