@@ -76,7 +76,7 @@ class EvaluationResult:
         self.verdict, self.correct = "accepted", True
 
     def set_verdict(self, verdict: str, message: str, rule: str | None, *, trials_passed: bool) -> None:
-        """The verdict an evaluation ended with before its end (evaluate.Verdict): with any but `accepted`, no
+        """The verdict an evaluation ended with before its end (session.Verdict): with any but `accepted`, no
         runtime or speedup is reported."""
         if verdict not in contract.VERDICTS:
             raise ValueError(f"unknown verdict {verdict!r}")

@@ -9,7 +9,7 @@ is handed over (never inherited across a fork).
 A child serves one submission and is killed with it (evaluate.py closes it); `take` hands each pre-started
 process out once and forgets it, and `refill`, called between jobs, starts the next. The pool also keeps the
 reference's trial outputs per (problem, seed, device) in this trusted process's memory (`references`, each
-an evaluate.ReferenceData).
+a reference.ReferenceData).
 
     pool = WarmPool("cuda"); pool.refill()
     result = evaluate(problem, solution, device="cuda", pool=pool); pool.refill()
