@@ -230,7 +230,10 @@ class RunnerConfig:
         return self.time_limit_s if self.time_limit_s is not None else int(self.soft_time_limit_s * 1.2)
 
     def build_slot_count(self) -> int:
-        """KERNELHUB_BUILD_SLOTS, by default half the host's cores and at least one."""
+        """How many builds a GPU host makes ahead at once (gpu_runner/prebuild.py): KERNELHUB_BUILD_SLOTS, by
+        default half its cores (a load_inline build compiles its C++ wrapper and its CUDA file side by side, one
+        core each, most of its time on one), so that the other half is left to the evaluations' own processes;
+        at least one."""
         return self.build_slots if self.build_slots is not None else max(1, (os.cpu_count() or 1) // 2)
 
 

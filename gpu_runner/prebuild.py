@@ -26,13 +26,6 @@ from gpu_runner import config, formats
 from gpu_runner.evaluate import EvaluatorError, Verdict, _Run, _skeleton
 
 
-def build_slots() -> int:
-    """How many builds a host makes at once: KERNELHUB_BUILD_SLOTS, by default half its cores (a load_inline
-    build compiles its C++ wrapper and its CUDA file side by side, one core each, most of its time on one), so
-    that the other half is left to the evaluations' own processes; at least one."""
-    return config.RunnerConfig.from_env().build_slot_count()
-
-
 def build_ahead(problem_source: str, solution_source: str, *, device: str = "cuda",
                 settings: config.RunnerConfig | None = None) -> dict[str, Any]:
     """Build what the solution builds, into this host's cache, without a GPU. Returns a record for the log:

@@ -21,18 +21,12 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from gpu_runner import config
 from gpu_runner.heap import keep_freed_memory
 
 # The roles started ahead: the solution's child and the trusted reference (eager). torch.compile's child is
 # needed only when its baseline is not cached, and starts cold then.
 ROLES = ("solution", "eager")
 REFERENCE_CACHE_BYTES = {"cuda": 4 << 30, "cpu": 1 << 30}
-
-
-def enabled() -> bool:
-    """KERNELHUB_PRESTART=false turns pre-started processes off on a runner (every evaluation starts cold)."""
-    return bool(config.setting("prestart"))
 
 
 class ReferenceCache:

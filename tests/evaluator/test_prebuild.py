@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpu_runner import evaluate, prebuild
+from gpu_runner.config import RunnerConfig
 from gpu_runner.worker import prebuild_job
 from tests.evaluator.helpers import PROBLEM
 
@@ -82,16 +83,15 @@ def test_a_build_hint_without_its_sources_is_ignored():
     assert prebuild_job({"evaluation_id": 1, "device": "cuda"}) == "ignored"
 
 
-def test_build_slots_come_from_the_environment(monkeypatch):
-    monkeypatch.setenv("KERNELHUB_BUILD_SLOTS", "3")
-    assert prebuild.build_slots() == 3
-    monkeypatch.setenv("KERNELHUB_BUILD_SLOTS", "0")
-    assert prebuild.build_slots() == 0
-    monkeypatch.setenv("KERNELHUB_BUILD_SLOTS", "many")
+def test_build_slots_come_from_the_settings():
+    def slots(value: str) -> int:
+        return RunnerConfig.from_env({"KERNELHUB_BUILD_SLOTS": value}).build_slot_count()
+
+    assert slots("3") == 3
+    assert slots("0") == 0
     with pytest.raises(ValueError, match="KERNELHUB_BUILD_SLOTS='many'"):
-        prebuild.build_slots()
-    monkeypatch.delenv("KERNELHUB_BUILD_SLOTS")
-    assert prebuild.build_slots() >= 1
+        slots("many")
+    assert slots("") >= 1  # unset: half the cores, at least one
 
 
 # The build slot's child, probed directly (no pre-screen in the way): it asks for the GPU back before CUDA starts.

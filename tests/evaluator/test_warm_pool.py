@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from gpu_runner import sandbox, warm
+from gpu_runner.config import RunnerConfig
 from gpu_runner.evaluate import evaluate
 from tests.evaluator.helpers import HONEST, PROBLEM
 
@@ -90,12 +91,10 @@ def test_the_reference_cache_drops_the_least_recently_used_entry_over_its_budget
     assert cache.get("huge") is None
 
 
-def test_it_refuses_a_prestart_setting_it_does_not_understand(monkeypatch):
-    monkeypatch.setenv("KERNELHUB_PRESTART", "maybe")
+def test_it_refuses_a_prestart_setting_it_does_not_understand():
     with pytest.raises(ValueError, match="KERNELHUB_PRESTART='maybe': use true or false"):
-        warm.enabled()
-    monkeypatch.setenv("KERNELHUB_PRESTART", "false")
-    assert warm.enabled() is False
+        RunnerConfig.from_env({"KERNELHUB_PRESTART": "maybe"})
+    assert RunnerConfig.from_env({"KERNELHUB_PRESTART": "false"}).prestart is False
 
 
 def test_a_pool_serves_only_its_device(pool):
