@@ -386,10 +386,7 @@ def kill(child: Child, *, remove_dir: bool = True) -> list[int]:
     Returns the pids found alive after the process group was killed (escapees), for the record.
     """
     _remember_descendants(child)
-    try:
-        os.killpg(child.proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    _kill_group(child.proc.pid)
     try:
         child.proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
@@ -405,6 +402,11 @@ def kill(child: Child, *, remove_dir: bool = True) -> list[int]:
         if not alive:
             break
         for p in alive:
+            if _in_group(p.pid, child.proc.pid):
+                # Killed with its group and still exiting (tearing down gigabytes takes a moment), or forked in
+                # the instant of the kill: the group is killed again, and it is not counted as an escapee.
+                _kill_group(child.proc.pid)
+                continue
             escapees.append(p.pid)
             try:
                 print(f"kernelhub: killing escaped process {p.pid} {p.cmdline()[:4]}", file=sys.stderr)
@@ -420,6 +422,20 @@ def kill(child: Child, *, remove_dir: bool = True) -> list[int]:
         shutil.rmtree(child.workdir, ignore_errors=True)
         cleanup.forget_child(child.workdir)
     return sorted(set(escapees))
+
+
+def _in_group(pid: int, pgid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:  # gone already
+        return False
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _not_zombie(p: psutil.Process) -> bool:

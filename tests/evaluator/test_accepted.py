@@ -16,6 +16,8 @@ def test_it_accepts_an_honest_cpp_solution_and_reports_stages(monkeypatch):
     assert result["checks"]["timed_calls_checked"] >= 1
     assert result["checks"]["speed_of_light"]["ok"] is True
     assert result["checks"]["integrity"] == []
+    # Its children die with their process group: none is counted as having escaped it.
+    assert "killed_escaped_processes" not in result["isolation"], result["isolation"]
     assert result["eager_us"] > 0 and result["speedup_vs_eager"] > 0
     # The profiler's device time (CUDA Agent's measure) is a CUDA figure: on a CPU it is absent, and says why.
     assert result["kernel_time_us"] is None and result["checks"]["kernel_time"]["measured"] is False
