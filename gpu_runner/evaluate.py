@@ -174,7 +174,6 @@ class _Run(Context):
         return {"ok": True, "dir": f"ext/{res.key}"}
 
     # ----- the evaluation -----
-
     def _admit(self) -> None:
         """What is checked before any process of the solution starts: its format and the static pre-screen."""
         if self.workdir_error:
@@ -198,8 +197,8 @@ class _Run(Context):
         self._admit()
         sol = self.session("solution", on_build=self._on_build, gpu=False)
         self.result.isolation = dict(sol.child.isolation)
-        reply = untrusted(sol, "load", "building ahead (import and builds, no GPU)", timeout=self.settings.load_timeout_s,
-                                build_only=True, **self.load_fields("solution"))
+        reply = untrusted(sol, "load", "building ahead (import and builds, no GPU)",
+                          timeout=self.settings.load_timeout_s, build_only=True, **self.load_fields("solution"))
         info = reply.get("info")
         return info if isinstance(info, dict) else {}
 
