@@ -278,13 +278,13 @@ def worker_processes(*, config: dict[str, Any], site_url: str, secret: str, pool
 
 
 def build_worker(*, config: dict[str, Any], site_url: str, secret: str, loglevel: str,
-                 host: str) -> WorkerProcess | None:
+                 host: str, settings: RunnerConfig | None = None) -> WorkerProcess | None:
     """A CUDA pool's build slots (gpu_runner/prebuild.py): one Celery worker with KERNELHUB_BUILD_SLOTS processes on
     the pool's build queue, seeing no GPU; its builds are keyed for the GPUs' architecture, read here through NVML,
-    so that the evaluations find them. None with KERNELHUB_BUILD_SLOTS=0."""
+    so that the evaluations find them. None with KERNELHUB_BUILD_SLOTS=0. settings: serve's (this process's)."""
     from gpu_runner import builds
 
-    slots = SETTINGS.build_slot_count()
+    slots = (settings or SETTINGS).build_slot_count()
     if slots == 0:
         return None
     env = _worker_env(config, site_url, secret, {

@@ -1,8 +1,13 @@
 """`python -m gpu_runner serve` starts the right Celery workers: one per GPU pinned with CUDA_VISIBLE_DEVICES,
 one for a CPU pool, each on the pool's queue with concurrency 1 and prefetch 1. Imports no Django."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
+from gpu_runner.config import RunnerConfig
 from gpu_runner.worker import app, build_worker, gpu_indices, worker_processes
 
 
@@ -72,20 +77,28 @@ def test_a_cuda_pool_gets_one_worker_per_gpu_pinned():
     assert [w.env["CUDA_VISIBLE_DEVICES"] for w in one if not w.builds] == [str(gpus[0])]
 
 
-def test_a_cuda_pools_build_slots_take_its_build_queue_with_no_gpu(monkeypatch):
-    monkeypatch.setenv("KERNELHUB_BUILD_SLOTS", "3")
+def test_a_cuda_pools_build_slots_take_its_build_queue_with_no_gpu():
+    def settings(slots: str) -> RunnerConfig:
+        return RunnerConfig.from_env({"KERNELHUB_BUILD_SLOTS": slots})
+
     builder = build_worker(config=_config("cuda"), site_url="http://site", secret="khr_s", loglevel="info",
-                           host="gpu-host")
+                           host="gpu-host", settings=settings("3"))
     assert builder is not None and builder.builds
     assert _option(builder.argv, "-Q") == "pool.h200.build" and _option(builder.argv, "-c") == "3"
     assert builder.env["CUDA_VISIBLE_DEVICES"] == "" and builder.env["KERNELHUB_PRESTART"] == "false"
     assert "khr_s" not in " ".join(builder.argv)
-    monkeypatch.setenv("KERNELHUB_BUILD_SLOTS", "0")
     assert build_worker(config=_config("cuda"), site_url="http://site", secret="s", loglevel="info",
-                        host="gpu-host") is None
-    monkeypatch.setenv("KERNELHUB_BUILD_SLOTS", "-1")
-    with pytest.raises(SystemExit, match="KERNELHUB_BUILD_SLOTS"):
-        build_worker(config=_config("cuda"), site_url="http://site", secret="s", loglevel="info", host="gpu-host")
+                        host="gpu-host", settings=settings("0")) is None
+
+
+def test_serve_refuses_a_bad_setting_before_it_starts():
+    # Read once as serve starts (gpu_runner/config.py): the operator is told which variable and what to write.
+    env = {**os.environ, "KERNELHUB_BUILD_SLOTS": "-1"}
+    done = subprocess.run([sys.executable, "-m", "gpu_runner", "serve", "--site", "http://127.0.0.1:9",
+                           "--token", "khr_x"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "error: KERNELHUB_BUILD_SLOTS='-1': an integer of 0 or more is expected" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_a_build_hint_is_taken_off_the_queue_at_once():
