@@ -52,7 +52,8 @@ def _time_baseline(ctx: Context, ref: Reference, tails: TailCalibration, mode: s
         with ctx.device_lock(f"baseline {mode}"):
             allowance = tails.allowance(session)
             t = timing.run_timing(TrustedTiming(session, ctx.settings), device=ctx.device, n_sets=ref.n_sets,
-                                  tail_allowance_us=allowance, settings=ctx.settings)
+                                  tail_allowance_us=allowance, window_offset_us=tails.drain_us,
+                                  settings=ctx.settings)
         stats = {**t.stats, "device": ctx.device_model}
         if t.tail is not None:
             stats["tail_added_median_us"] = t.tail["added_median_us"]

@@ -73,6 +73,13 @@ def cuda_flush_bytes(l2_bytes: int) -> int:
 # KERNELHUB_HEAD_START_MAX_US turns it on for a trial (the parent and every child read it alike).
 HEAD_START_VAR = "KERNELHUB_HEAD_START_MAX_US"
 HEAD_START_MAX_US = float(config.setting("head_start_max_us"))
+# The drain (gpu_runner/drain.py, KERNELHUB_WINDOW_DRAIN): after forward, before the end event, a kernel that ends
+# only once every stream's work has; its cost, measured by the trusted reference (op_tail_calibrate), comes off
+# every window in the parent. Off unless asked for: not yet measured on a GPU.
+WINDOW_DRAIN = bool(config.setting("window_drain"))
+# Empty calls that measure the drain's cost, each after a spin of this many GPU cycles (the host then has queued
+# the start event, the drain and the end event before the GPU reaches them, as in a timed call of a real kernel).
+DRAIN_CALIBRATION_SPIN_CYCLES = 200_000
 HEAD_START_MEASURED_CAP_US = 300.0  # the cap of the H200 runs, for when it is turned back on
 HEAD_START_SAMPLES = 32  # the recent unrecorded calls whose host time sets it
 # The null call spins as many GPU cycles as the solution's call did (its child's word), at most the cap's worth at
@@ -119,6 +126,7 @@ class Harness:
         self.Event = torch.cuda.Event
         self.cuda_spin: Any = getattr(torch.cuda, "_sleep", None)  # a kernel that spins for a number of GPU cycles
         self.spin_cycles_per_us = 0.0  # measured in op_load on CUDA; 0: no head start
+        self.drain: Any = None  # gpu_runner.drain.Drain where WINDOW_DRAIN is on (CUDA)
         # Host time in forward of recent unrecorded calls: the model's, and the null call's (op_null_call).
         self.host_recent: dict[bool, collections.deque] = {
             own: collections.deque(maxlen=HEAD_START_SAMPLES) for own in (True, False)}
@@ -234,6 +242,13 @@ class Harness:
             self.flush_buf = torch.empty(cuda_flush_bytes(getattr(props, "L2_cache_size", 50 << 20)),
                                          dtype=torch.uint8, device="cuda")
             self.spin_cycles_per_us = self._spin_rate() if HEAD_START_MAX_US > 0 else 0.0
+            if WINDOW_DRAIN:
+                from gpu_runner.drain import Drain, DrainError
+
+                try:
+                    self.drain = Drain(torch)
+                except DrainError as e:
+                    raise HarnessError("internal", f"KERNELHUB_WINDOW_DRAIN is on but {e}") from None
         else:
             # A CPU's last-level cache is often too large to flush per call; this evicts the private L1/L2.
             self.flush_buf = torch.empty(16 << 20, dtype=torch.uint8)
@@ -533,14 +548,18 @@ class Harness:
                     if head_cycles is None:
                         head_cycles = int(self._head_start_us(own) * rate)
                     head_us = head_cycles / rate if rate > 0.0 else 0.0
+                    stream = self.torch.cuda.current_stream()
                     self.flush_buf.zero_()
                     if head_cycles > 0 and self.cuda_spin is not None and rate > 0.0:
                         self.cuda_spin(head_cycles)
-                    start.record()
+                    start.record(stream)
                     h0 = self.perf()
                     out = model(*inputs)
+                    if self.drain is not None:
+                        # Before h1: its launch is host time the head start covers, as forward's own.
+                        self.drain.launch(stream.cuda_stream)
                     h1 = self.perf()
-                    end.record()
+                    end.record(stream)
                     end.synchronize()
                     # The host's time in forward (a diagnostic: where a short kernel's window goes), and the next
                     # calls' head start (calls the op record ran on left out: it costs a millisecond or more).
@@ -985,7 +1004,8 @@ class Harness:
         finally:
             self.policy = policy
         return {"times_us": times, "tails_us": tails if self.device == "cuda" else None, "phases_us": self.phases_us,
-                "head_start_cycles": self.head_starts if self.device == "cuda" else None}
+                "head_start_cycles": self.head_starts if self.device == "cuda" else None,
+                "drain_timeouts": self.drain.timeouts() if self.drain is not None else None}
 
     def _one_timed_call(self, k: int, change, keep: bool, model=None, guards=None,
                         head_cycles: int | None = None) -> tuple[float, float | None]:
@@ -1083,13 +1103,37 @@ class Harness:
         self.policy = {**policy, "record_ops": False}
         self.head_starts = []
         try:
-            for _ in range(max(1, min(1000, int(msg.get("calls", 100))))):
+            calls = max(1, min(1000, int(msg.get("calls", 100))))
+            for _ in range(calls):
                 self._sync()
                 _, _, tail = self._timed_call([], lambda: None, None)
                 tails.append(tail)
+            drain = self._drain_cost(calls) if self.drain is not None else None
         finally:
             self.policy = policy
-        return {"tails_us": tails}
+        return {"tails_us": tails, "drain": drain}
+
+    def _drain_cost(self, calls: int) -> dict:
+        """What the drain adds to a window (WINDOW_DRAIN): empty windows with and without it, each after a spin, so
+        that the host has queued the events and the drain before the GPU reaches them (as behind a real kernel).
+        The parent takes the trusted reference's difference of medians off every side's windows."""
+        torch = self.torch
+        stream = torch.cuda.current_stream()
+        spin = self.cuda_spin
+        windows: dict[bool, list[float]] = {False: [], True: []}
+        for i in range(2 * calls):
+            with_drain = bool(i % 2)
+            self._sync()
+            start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
+            if spin is not None:
+                spin(DRAIN_CALIBRATION_SPIN_CYCLES)
+            start.record(stream)
+            if with_drain:
+                self.drain.launch(stream.cuda_stream)
+            end.record(stream)
+            end.synchronize()
+            windows[with_drain].append(start.elapsed_time(end) * 1000.0)
+        return {"with_us": windows[True], "without_us": windows[False], "timeouts": self.drain.timeouts()}
 
     def op_profile(self, msg: dict) -> dict:
         """CUDA Agent's measure (its utils/profiling.py): on one input set (from msg["seed"]), WARMUP calls, then

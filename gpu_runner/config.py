@@ -125,6 +125,8 @@ SETTINGS: dict[str, Setting] = {
                              "keep every clock-audit sample in the result (for benchmarks)"),
     "head_start_max_us": Setting("KERNELHUB_HEAD_START_MAX_US", _number(least=0.0), 0.0,
                                  "the host's head start before each timed call on a GPU (off: 0)"),
+    "window_drain": Setting("KERNELHUB_WINDOW_DRAIN", _flag, False,
+                            "end each timed window on a GPU once every stream's work has ended (gpu_runner/drain.py)"),
     "cuda_device_max_connections": Setting("KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS", _integer(least=1), 1,
                                            "hardware queues per child's CUDA context"),
     "host_memory_gb": Setting("KERNELHUB_HOST_MEMORY_GB", _number(positive=True), None,
@@ -178,6 +180,7 @@ class RunnerConfig:
     run_calls: int | None = None
     audit_samples: bool = False
     head_start_max_us: float = 0.0
+    window_drain: bool = False
     cuda_device_max_connections: int = 1
     host_memory_gb: float | None = None
     device_memory_gb: float | None = None

@@ -44,7 +44,7 @@ from gpu_runner.protocol import Channel
 ENV_ALLOWLIST = (
     "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CC", "CXX",
     "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES",
-    "NVIDIA_DRIVER_CAPABILITIES", "KERNELHUB_HEAD_START_MAX_US",
+    "NVIDIA_DRIVER_CAPABILITIES", "KERNELHUB_HEAD_START_MAX_US", "KERNELHUB_WINDOW_DRAIN",
 )
 # One hardware queue per CUDA context in every child (CUDA_DEVICE_MAX_CONNECTIONS; the driver's default is 8). With
 # several, a kernel that forward launches on a stream of its own (torch's, CuPy's, native code's) is dispatched at

@@ -55,8 +55,9 @@ class Session:
         # A request's default deadline (KERNELHUB_STEP_TIMEOUT_S); the evaluation's own settings at begin().
         self.step_timeout_s = settings.step_timeout_s
         self.workdir = sandbox.new_workdir(f"{role}-")
-        # The two settings the child acts on itself, from the parent's settings rather than its environment.
+        # The settings the child acts on itself, from the parent's settings rather than its environment.
         own = {"KERNELHUB_HEAD_START_MAX_US": repr(settings.head_start_max_us),
+               "KERNELHUB_WINDOW_DRAIN": "1" if settings.window_drain else "0",
                "CUDA_DEVICE_MAX_CONNECTIONS": str(settings.cuda_device_max_connections)}
         self.child = sandbox.spawn(["-m", "gpu_runner.child", role], workdir=self.workdir, limits=limits_,
                                    extra_env=own)

@@ -17,7 +17,7 @@ from gpu_runner import config, limits, sandbox, timing
 from gpu_runner.checks import compare, read, structure_problems
 from gpu_runner.context import Context
 from gpu_runner.reference import Reference
-from gpu_runner.session import Session, Verdict, trusted, untrusted
+from gpu_runner.session import EvaluatorError, Session, Verdict, trusted, untrusted
 
 # The second metric (CUDA Agent's, kernel_time): warm-up calls, then profiled calls.
 KERNEL_TIME_WARMUP, KERNEL_TIME_CALLS = 5, 10
@@ -30,6 +30,8 @@ class TailCalibration:
     def __init__(self, ctx: Context, ref: Reference) -> None:
         self.ctx, self.ref = ctx, ref
         self.trusted_us: float | None = None
+        # The drain's cost (KERNELHUB_WINDOW_DRAIN), the trusted reference's figure, off every side's windows.
+        self.drain_us = 0.0
 
     def allowance(self, session: Session) -> float | None:
         """CUDA: what the device-wide synchronise after the timed window costs an honest call in `session`'s
@@ -42,6 +44,7 @@ class TailCalibration:
         if self.trusted_us is None:
             reply = trusted(self.ref.session, "tail_calibrate", calls=calls)
             self.trusted_us = timing.tail_allowance(timing.validate_times(reply.get("tails_us"), calls))
+            self.drain_us = self._drain_cost(reply.get("drain"), calls)
         if session is self.ref.session:
             tails = None
             allowance = self.trusted_us
@@ -58,6 +61,23 @@ class TailCalibration:
             "reference_allowance_us": round(self.trusted_us, 2),
             "median_us": round(statistics.median(tails), 2) if tails else None}
         return allowance
+
+    def _drain_cost(self, drain: Any, calls: int) -> float:
+        """The drain's cost from the trusted reference's calibration: the median empty window with it less the
+        median without it (child._drain_cost). 0.0 where the drain is off."""
+        if not self.ctx.settings.window_drain:
+            return 0.0
+        if not isinstance(drain, dict):
+            raise EvaluatorError("KERNELHUB_WINDOW_DRAIN is on but the reference measured no drain")
+        with_ = timing.validate_times(drain.get("with_us"), calls)
+        without = timing.validate_times(drain.get("without_us"), calls)
+        cost = max(0.0, statistics.median(with_) - statistics.median(without))
+        self.ctx.result.checks["window_drain"] = {
+            "cost_us": round(cost, 2), "with_median_us": round(statistics.median(with_), 2),
+            "without_median_us": round(statistics.median(without), 2),
+            "with_p90_us": round(sorted(with_)[int(0.9 * (len(with_) - 1))], 2),
+            "calibration_timeouts": bool(drain.get("timeouts"))}
+        return cost
 
 
 def time_solution(ctx: Context, ref: Reference, sol: Session, tails: TailCalibration) -> None:
@@ -150,7 +170,8 @@ def _time_solution_planned(ctx: Context, ref: Reference, sol: Session, tails: Ta
                                   check_batch=check_batch, perturbable=ref.perturbable,
                                   output_bytes=ref.output_bytes, null_call=null_call,
                                   cpu_clock=lambda: sandbox.thread_cpu_ns(sol.child),
-                                  tail_allowance_us=allowance, settings=ctx.settings)
+                                  tail_allowance_us=allowance, window_offset_us=tails.drain_us,
+                                  settings=ctx.settings)
     except timing.TimingRejected as e:
         if e.audit is not None:
             ctx.result.checks["clock_audit"] = e.audit  # the figures behind a timing_forged verdict

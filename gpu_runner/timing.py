@@ -290,7 +290,7 @@ class TimingResult:
 def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None,
                perturbable: list[list[int]] | None = None, output_bytes: int = 0,
                null_call: Any = None, cpu_clock: Any = None,
-               tail_allowance_us: float | None = None,
+               tail_allowance_us: float | None = None, window_offset_us: float = 0.0,
                settings: config.RunnerConfig | None = None) -> TimingResult:
     """Adaptive timing in `session` (a child already loaded and with n_sets input sets prepared), within the
     budget, the most calls and the run length of `settings` (config.py; the environment's where none is given).
@@ -306,14 +306,15 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     solution's call reported (_head_starts), timed by the parent with the solution stopped) and cpu_clock() ->
     sandbox.thread_cpu_ns of the solution, the reported times are audited against the parent's clock
     (clock_audit; TimingRejected "timing_forged"). On CUDA each call's time is its event window plus its tail
-    beyond tail_allowance_us (with_tail). Calls the guard's op record ran on (the solution's) are checked like
+    beyond tail_allowance_us (with_tail), less window_offset_us (the drain's cost where KERNELHUB_WINDOW_DRAIN is
+    on, measured by the trusted reference: solution_timing.TailCalibration). Calls the guard's op record ran on (the solution's) are checked like
     all others but left out of the statistics: the record costs time inside the call that no baseline pays.
     """
     settings = settings or config.RunnerConfig.from_env()
     budget_s = settings.timing_budget(device)
     loop = _Loop(session, device=device, check_batch=check_batch, null_call=null_call, cpu_clock=cpu_clock,
                  tail_allowance_us=tail_allowance_us, samples=settings.audit_samples,
-                 head_start_max_us=settings.head_start_max_us)
+                 head_start_max_us=settings.head_start_max_us, window_offset_us=window_offset_us)
     rng = loop.rng
     session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
     # The first null call of the trusted process pays what one-time costs are left (the largest, importing
@@ -381,7 +382,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     fresh = _fresh_check(loop.fresh_times, loop.reused_times, judged=check_batch is not None)
     return TimingResult(times_us=times, stats=summarize(times), calls=loop.calls, checked_calls=loop.checked,
                         memo=_memo(loop.first_seen, loop.repeats), fresh=fresh, wall_per_call_us=wall_per_call_us,
-                        clock_audit=audit, tail=_tail_summary(loop.tails, loop.escaped, tail_allowance_us),
+                        clock_audit=audit, tail=_tail_summary(loop, tail_allowance_us),
                         child_phases_us_reported=_child_phases(loop.phases),
                         back_to_back_forward_host_us_reported=b2b_host_us)
 
@@ -407,11 +408,14 @@ class _Loop:
     comparisons' samples (fresh against reused sets, first calls on a set against repeats)."""
 
     def __init__(self, session: Any, *, device: str, check_batch: Any, null_call: Any, cpu_clock: Any,
-                 tail_allowance_us: float | None, samples: bool = False, head_start_max_us: float = 0.0) -> None:
+                 tail_allowance_us: float | None, samples: bool = False, head_start_max_us: float = 0.0,
+                 window_offset_us: float = 0.0) -> None:
         self.session, self.device, self.null_call, self.cpu_clock = session, device, null_call, cpu_clock
         # The solution's timing: outputs kept for the checks, and the guard's op record in play.
         self.checked_side = check_batch is not None
         self.tail_allowance_us = tail_allowance_us
+        self.window_offset_us = window_offset_us  # the drain's cost, off every window
+        self.drain_timeouts = 0  # batches in which a drain gave up waiting (the child's word)
         self.record_first = RECORD_FIRST  # the calls the op record runs on first (fewer where batches are short)
         self.record_one_in = RECORD_ONE_IN  # then one run in this many (more often where batches are short)
         self.rng = random.SystemRandom()
@@ -454,6 +458,10 @@ class _Loop:
         # (None on the first request: the child's totals then hold its warm-up and calibrations too.)
         self.run_phases = _phase_delta(before, self.phases) if before is not None else None
         windows = validate_times(reply.get("times_us"), len(positions))
+        if self.window_offset_us:
+            windows = [max(0.0, w - self.window_offset_us) for w in windows]
+        if reply.get("drain_timeouts"):
+            self.drain_timeouts += 1
         heads = _head_starts(reply.get("head_start_cycles"), len(positions), self.head_start_max_us)
         run_tails: list[float | None] = [None] * len(positions)
         if self.device == "cuda" and self.tail_allowance_us is not None:
@@ -615,9 +623,14 @@ def _child_phases(phases: Any) -> dict[str, float] | None:
             and math.isfinite(v)}
 
 
-def _tail_summary(tails: list[float], escaped: list[float], allowance_us: float | None) -> dict[str, Any] | None:
+def _tail_summary(loop: _Loop, allowance_us: float | None) -> dict[str, Any] | None:
+    tails, escaped = loop.tails, loop.escaped
     if not tails:
         return None
-    return {"allowance_us": round(float(allowance_us or 0.0), 2), "median_us": round(statistics.median(tails), 2),
-            "calls_over_allowance": sum(1 for e in escaped if e > 0),
-            "added_median_us": round(statistics.median(escaped), 2), "calls": len(tails)}
+    summary = {"allowance_us": round(float(allowance_us or 0.0), 2), "median_us": round(statistics.median(tails), 2),
+               "calls_over_allowance": sum(1 for e in escaped if e > 0),
+               "added_median_us": round(statistics.median(escaped), 2), "calls": len(tails)}
+    if loop.window_offset_us:
+        summary["drain_us_subtracted"] = round(loop.window_offset_us, 2)
+        summary["drain_timeout_batches_reported"] = loop.drain_timeouts
+    return summary

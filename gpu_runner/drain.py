@@ -1,0 +1,191 @@
+"""The timed window's end marker on a GPU (KERNELHUB_WINDOW_DRAIN): the end event waits for every stream's work.
+
+The end event is recorded on the stream forward was called on. Work that forward left running on another stream
+(a `torch.cuda.Stream`, a CuPy stream, a stream a CUDA extension made) is not ordered before it, so it runs past
+the end event; the device-wide synchronise after the window (the tail) catches it, but only what exceeds the tail's
+allowance, and that allowance (the 90th percentile of empty calls' tails plus 2 us) is as large as a short kernel
+(docs/EVALUATOR.md, "The timed window": with the head start on, a side-stream ReLU of 4.7 us read 2.59 us).
+
+The drain closes that on the GPU's own clock. Right after forward returns, the harness launches one kernel on the
+timed stream, before the end event: one block per SM, each asking for all the shared memory a block may have, so
+that no other block fits beside it (every block holds the driver's reserved share too). Each block counts itself in
+a device-wide counter and waits until every block of the launch has arrived. When the last one arrives, every SM
+holds one of these blocks and nothing else, so every block any stream had started before has ended; the block
+scheduler starts an earlier kernel's blocks before a later one's of the same or lower priority, and the drain runs
+at the lowest priority (the timed stream's). So the end event, which follows the drain on its stream, comes after
+all of forward's kernels, on every stream. What it does not order: copies on another stream (the copy engines),
+and work whose launch waits on the host (a host function, a stream waiting on a value the host writes later). The
+tail still counts those, as before.
+
+What it costs every side alike (eager, torch.compile, the solution, the clock audit's null call): one launch and a
+grid-wide meeting, a few microseconds of GPU time after forward's last kernel. The trusted reference measures it
+(Drain.cost_us) and the parent takes it off every window (timing.py). A block waits at most `timeout_ns` for the
+others (no SM is ever free: another process's context, a partitioned GPU); then it gives up and says so
+(`timeouts`), and that call is measured as without the drain.
+
+The kernel (PTX below, compiled from this CUDA with `nvcc -arch=compute_75 -ptx`, its `.version` lowered to 6.4 so
+that a driver from CUDA 10.1 on can load it; ptxas accepts it for sm_75 and sm_90, tests/evaluator/test_drain.py):
+
+    extern "C" __global__ void kh_drain(unsigned long long *count, unsigned long long target,
+                                        unsigned long long timeout_ns, unsigned int *timed_out) {
+        if (threadIdx.x != 0) return;
+        unsigned long long t0, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        atomicAdd(count, 1ULL);
+        while (*(volatile unsigned long long *)count < target) {
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+            if (now - t0 > timeout_ns) {
+                atomicExch(timed_out, 1u);
+                return;
+            }
+        }
+    }
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from . import ipc
+
+PTX = r"""
+.version 6.4
+.target sm_75
+.address_size 64
+
+.visible .entry kh_drain(
+	.param .u64 kh_drain_param_0,
+	.param .u64 kh_drain_param_1,
+	.param .u64 kh_drain_param_2,
+	.param .u64 kh_drain_param_3
+)
+{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<3>;
+	.reg .b64 	%rd<13>;
+
+	ld.param.u64 	%rd7, [kh_drain_param_0];
+	ld.param.u64 	%rd4, [kh_drain_param_1];
+	ld.param.u64 	%rd5, [kh_drain_param_2];
+	ld.param.u64 	%rd6, [kh_drain_param_3];
+	cvta.to.global.u64 	%rd1, %rd7;
+	mov.u32 	%r1, %tid.x;
+	setp.ne.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB0_5;
+
+	mov.u64 %rd8, %globaltimer;
+	atom.global.add.u64 	%rd9, [%rd1], 1;
+	cvta.to.global.u64 	%rd3, %rd6;
+
+$L__BB0_2:
+	ld.volatile.global.u64 	%rd10, [%rd1];
+	setp.ge.u64 	%p2, %rd10, %rd4;
+	@%p2 bra 	$L__BB0_5;
+
+	mov.u64 %rd11, %globaltimer;
+	sub.s64 	%rd12, %rd11, %rd8;
+	setp.le.u64 	%p3, %rd12, %rd5;
+	@%p3 bra 	$L__BB0_2;
+
+	atom.global.exch.b32 	%r2, [%rd3], 1;
+
+$L__BB0_5:
+	ret;
+
+}
+"""
+ENTRY = b"kh_drain"
+THREADS = 32  # one warp a block; only its first thread works
+TIMEOUT_US = 100_000.0  # a block gives up waiting for the others after this
+# The CUDA driver's enums (cuda.h).
+_SM_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+_SMEM_PER_SM = 81  # CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+_SMEM_OPTIN = 97  # CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+_SMEM_RESERVED = 111  # CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK
+_MAX_DYNAMIC_SMEM = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+
+class DrainError(RuntimeError):
+    pass
+
+
+def block_shared_bytes(per_sm: int, optin: int, reserved: int) -> int:
+    """The dynamic shared memory a drain block asks for so that no other block fits on its SM beside it: every
+    block holds `reserved` bytes besides its own, so the SM's `per_sm` must be short of this block's and one more
+    block's. Raises DrainError where the device lets no block take that much."""
+    want = per_sm - reserved
+    size = min(optin, want)
+    if size <= 0 or size + 2 * reserved <= per_sm:
+        raise DrainError(f"a block may take {optin} of the SM's {per_sm} bytes of shared memory ({reserved} reserved "
+                         "per block): another block would fit beside it, so it cannot hold an SM alone")
+    return size
+
+
+class Drain:
+    """The drain kernel, loaded in this process's CUDA context (torch's), launched by `launch(stream)`."""
+
+    def __init__(self, torch: Any, timeout_us: float = TIMEOUT_US) -> None:
+        try:
+            d = ipc.driver()
+        except ipc.IpcError as e:
+            raise DrainError(str(e)) from None
+        self.torch = torch
+        torch.cuda.init()
+        torch.cuda.synchronize()  # the device's primary context current on this thread
+        ordinal = torch.cuda.current_device()
+        device = ctypes.c_int()
+        module, fn = ctypes.c_void_p(), ctypes.c_void_p()
+        try:
+            d.call("cuDeviceGet", ctypes.byref(device), ctypes.c_int(ordinal))
+
+            def attribute(which: int) -> int:
+                value = ctypes.c_int()
+                d.call("cuDeviceGetAttribute", ctypes.byref(value), ctypes.c_int(which), device)
+                return value.value
+
+            self.grid = attribute(_SM_COUNT)
+            self.shared_bytes = block_shared_bytes(attribute(_SMEM_PER_SM), attribute(_SMEM_OPTIN),
+                                                   attribute(_SMEM_RESERVED))
+            d.call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(PTX.encode()))
+            d.call("cuModuleGetFunction", ctypes.byref(fn), module, ctypes.c_char_p(ENTRY))
+            d.call("cuFuncSetAttribute", fn, ctypes.c_int(_MAX_DYNAMIC_SMEM), ctypes.c_int(self.shared_bytes))
+        except ipc.IpcError as e:
+            raise DrainError(f"the drain kernel could not be loaded: {e}") from None
+        if self.grid < 1:
+            raise DrainError("the device reports no multiprocessors")
+        self.module, self.fn = module, fn
+        # [the blocks' count, the timeout flag]: the count only grows, by `grid` a launch.
+        self.state = torch.zeros(2, dtype=torch.int64, device="cuda")
+        self.launches = 0
+        self._count = ctypes.c_uint64(self.state.data_ptr())
+        self._target = ctypes.c_uint64(0)
+        self._timeout = ctypes.c_uint64(int(timeout_us * 1000))
+        self._flag = ctypes.c_uint64(self.state.data_ptr() + 8)
+        self._args = (ctypes.c_void_p * 4)(*(ctypes.addressof(a) for a in
+                                              (self._count, self._target, self._timeout, self._flag)))
+        launch = d.fn("cuLaunchKernel")
+        launch.restype = ctypes.c_int
+        launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p, ctypes.c_void_p,
+                                                                     ctypes.c_void_p]
+        self._launch = launch
+
+    def launch(self, stream: int) -> None:
+        """Queue the drain on `stream` (a CUstream handle, torch's `cuda_stream`); the end event follows it."""
+        self.launches += 1
+        self._target.value = self.launches * self.grid
+        rc = self._launch(self.fn, self.grid, 1, 1, THREADS, 1, 1, self.shared_bytes, stream, self._args, None)
+        if rc != 0:
+            self.launches -= 1
+            raise DrainError(f"cuLaunchKernel of the drain failed (CUDA driver error {rc})")
+
+    def timeouts(self) -> int:
+        """Whether any launch so far gave up waiting (1) or not (0); resets the flag. Synchronises the device."""
+        flag = int(self.state[1].item())
+        if flag:
+            self.state[1].zero_()
+        return flag
+
+    def arrived(self) -> int:
+        """The blocks counted so far (a test's check that every launch met in full)."""
+        return int(self.state[0].item())
