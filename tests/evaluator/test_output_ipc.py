@@ -97,6 +97,7 @@ def test_the_plan_counts_the_lent_memory_on_the_gpu_and_no_host_copies():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
 def test_a_2_gib_problem_moves_its_outputs_through_lent_device_memory(monkeypatch):
     monkeypatch.setenv("KERNELHUB_TIMING_BUDGET_S", "2")
+    monkeypatch.setenv("KERNELHUB_OUTPUT_IPC", "1")  # the legacy slot, whatever the host's setting
     result = evaluate(LARGE, CUDA_SOLUTION, device="cuda")
     assert result["verdict"] == "accepted", result["message"]
     transfer = result["checks"]["output_transfer"]
