@@ -402,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
                                            "stats", "baselines", "stage_seconds", "wall_s", "fidelity_wall_s",
                                            "error", "evaluator_version")} | {
                 "checks": {k: (result.get("checks") or {}).get(k) for k in (
-                    "tail_calibration", "timed_window_tail", "timing_phases_us_reported", "clock_audit",
+                    "tail_calibration", "timed_window_tail", "window_drain", "timing_phases_us_reported", "clock_audit",
                     "kernel_time", "timed_calls", "precision", "wall_per_call_us",
                     "back_to_back_forward_host_us_reported", "fresh_inputs")}}})
             report["rows"] += rows

@@ -77,9 +77,13 @@ HEAD_START_MAX_US = float(config.setting("head_start_max_us"))
 # only once every stream's work has; its cost, measured by the trusted reference (op_tail_calibrate), comes off
 # every window in the parent. Off unless asked for: not yet measured on a GPU.
 WINDOW_DRAIN = bool(config.setting("window_drain"))
-# Empty calls that measure the drain's cost, each after a spin of this many GPU cycles (the host then has queued
-# the start event, the drain and the end event before the GPU reaches them, as in a timed call of a real kernel).
+# The calls that measure the drain's cost: after a spin of this many GPU cycles (the host then has queued the start
+# event, the drain and the end event before the GPU reaches them, as in a timed call with the head start), a kernel
+# of DRAIN_CALIBRATION_KERNEL_CYCLES, with the drain after it or not. After a kernel rather than in an empty window:
+# on the H200 (2026-12-05 03:05) a cost measured in empty windows left a 3 us add's eager time 1.2 us above plain
+# events, and the drain's own benchmark showed 0.3-1.2 us more after a kernel than in an empty window.
 DRAIN_CALIBRATION_SPIN_CYCLES = 200_000
+DRAIN_CALIBRATION_KERNEL_CYCLES = 2_000
 HEAD_START_MEASURED_CAP_US = 300.0  # the cap of the H200 runs, for when it is turned back on
 HEAD_START_SAMPLES = 32  # the recent unrecorded calls whose host time sets it
 # The null call spins as many GPU cycles as the solution's call did (its child's word), at most the cap's worth at
@@ -1114,9 +1118,10 @@ class Harness:
         return {"tails_us": tails, "drain": drain}
 
     def _drain_cost(self, calls: int) -> dict:
-        """What the drain adds to a window (WINDOW_DRAIN): empty windows with and without it, each after a spin, so
-        that the host has queued the events and the drain before the GPU reaches them (as behind a real kernel).
-        The parent takes the trusted reference's difference of medians off every side's windows."""
+        """What the drain adds to a window (WINDOW_DRAIN): windows holding one short kernel, with the drain after it
+        and without, each after the cache flush and a spin, as a timed call's (the flush leaves the drain's counter
+        out of the L2, and the spin lets the host queue the events and the drain before the GPU reaches them). The
+        parent takes the trusted reference's difference of medians off every side's windows."""
         torch = self.torch
         stream = torch.cuda.current_stream()
         spin = self.cuda_spin
@@ -1125,9 +1130,12 @@ class Harness:
             with_drain = bool(i % 2)
             self._sync()
             start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
+            self.flush_buf.zero_()
             if spin is not None:
                 spin(DRAIN_CALIBRATION_SPIN_CYCLES)
             start.record(stream)
+            if spin is not None:
+                spin(DRAIN_CALIBRATION_KERNEL_CYCLES)
             if with_drain:
                 self.drain.launch(stream.cuda_stream)
             end.record(stream)
