@@ -75,7 +75,8 @@ HEAD_START_VAR = "KERNELHUB_HEAD_START_MAX_US"
 HEAD_START_MAX_US = float(config.setting("head_start_max_us"))
 # The drain (gpu_runner/drain.py, KERNELHUB_WINDOW_DRAIN): after forward, before the end event, a kernel that ends
 # only once every stream's work has; its cost, measured by the trusted reference (op_tail_calibrate), comes off
-# every window in the parent. Off unless asked for: not yet measured on a GPU.
+# every window in the parent. Off unless asked for: on the H200 it orders side-stream work as it should, but with it
+# the evaluator has not yet read short kernels as close to plain events as the head start alone (docs/GPU_RUNS.md).
 WINDOW_DRAIN = bool(config.setting("window_drain"))
 # The calls that measure the drain's cost: after a spin of this many GPU cycles (the host then has queued the start
 # event, the drain and the end event before the GPU reaches them, as in a timed call with the head start), a kernel

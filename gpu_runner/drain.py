@@ -19,7 +19,7 @@ tail still counts those, as before.
 
 What it costs every side alike (eager, torch.compile, the solution, the clock audit's null call): one launch and a
 grid-wide meeting, a few microseconds of GPU time after forward's last kernel. The trusted reference measures it
-(Drain.cost_us) and the parent takes it off every window (timing.py). A block waits at most `timeout_ns` for the
+(child._drain_cost, in its tail calibration) and the parent takes it off every window (timing.py). A block waits at most `timeout_ns` for the
 others (no SM is ever free: another process's context, a partitioned GPU); then it gives up and says so
 (`timeouts`), and that call is measured as without the drain.
 
@@ -130,7 +130,6 @@ class Drain:
             d = ipc.driver()
         except ipc.IpcError as e:
             raise DrainError(str(e)) from None
-        self.torch = torch
         torch.cuda.init()
         torch.cuda.synchronize()  # the device's primary context current on this thread
         ordinal = torch.cuda.current_device()
