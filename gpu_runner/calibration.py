@@ -22,6 +22,8 @@ import sys
 import time
 from typing import Any
 
+from gpu_runner import gpulock
+
 logger = logging.getLogger("gpu_runner.calibration")
 
 # Sizes: large enough to reach the device's ceiling, small enough to take seconds. A CPU runner gets smaller ones
@@ -173,15 +175,16 @@ _last_calibrated_at = time.monotonic()  # serve calibrated every GPU just before
 
 
 def after_job(client: Any, *, device: str, worker: str, every_s: float) -> None:
-    """Between two jobs (the GPU is idle: one job at a time per worker), re-measure once every_s seconds
-    (KERNELHUB_CALIBRATE_EVERY_S; 0 or less: never) have passed. A failure is logged, never raised: it must not
-    cost the job that just finished."""
+    """After a job, re-measure once every_s seconds (KERNELHUB_CALIBRATE_EVERY_S; 0 or less: never) have passed,
+    holding the device's lock alone (gpulock.py), so that no other job of the worker (KERNELHUB_GPU_JOBS) uses the
+    GPU meanwhile. A failure is logged, never raised: it must not cost the job that just finished."""
     global _last_calibrated_at
     if every_s <= 0 or time.monotonic() - _last_calibrated_at < every_s:
         return
     _last_calibrated_at = time.monotonic()
     try:
-        result = measure(device)
+        with gpulock.held(device, phase="calibration"):
+            result = measure(device)
         store_for_evaluator(result)
         post(client, result, worker)
     except Exception:  # noqa: BLE001 - see the docstring

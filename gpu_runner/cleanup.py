@@ -228,8 +228,9 @@ def _size(path: Path) -> int:
 def sweep(*, why: str = "", settings: config.RunnerConfig | None = None) -> dict[str, Any]:
     """Remove what dead evaluators left in the work bases: directories, their records, their processes.
 
-    Returns {"removed": [{"path", "bytes", "owner"}], "killed": [pids], "records": n}; empty lists when there was
-    nothing to remove (the usual case: one directory listing per base)."""
+    Returns {"removed": [{"path", "bytes", "owner"}], "killed": [pids], "records": n, "reservations": [entries of
+    the memory ledger removed]}; empty lists when there was nothing to remove (the usual case: one directory listing
+    per base)."""
     removed: list[dict[str, Any]] = []
     killed: list[int] = []
     records = 0
@@ -300,4 +301,12 @@ def sweep(*, why: str = "", settings: config.RunnerConfig | None = None) -> dict
         _log(f"cleanup{f' ({why})' if why else ''}: removed {len(removed)} stale work director"
              f"{'y' if len(removed) == 1 else 'ies'} of dead evaluations ({total / 2**20:.1f} MiB): "
              + ", ".join(r["path"] for r in removed[:10]) + (f"; killed their processes {killed}" if killed else ""))
-    return {"removed": removed, "killed": sorted(set(killed)), "records": records}
+    # The memory the dead evaluations had reserved (memory_ledger.py logs what it removes).
+    from gpu_runner import memory_ledger
+
+    try:
+        reservations = memory_ledger.sweep(settings)
+    except OSError as e:
+        _log(f"cleanup: the memory ledger could not be read ({e})")
+        reservations = []
+    return {"removed": removed, "killed": sorted(set(killed)), "records": records, "reservations": reservations}

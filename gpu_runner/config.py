@@ -158,6 +158,9 @@ SETTINGS: dict[str, Setting] = {
                             "a job's hard time limit (default 1.2x the soft one)"),
     "visibility_timeout_s": Setting("KERNELHUB_VISIBILITY_TIMEOUT_S", _integer(least=1), 3 * 3600,
                                     "seconds before the broker hands an unacknowledged job out again"),
+    "gpu_jobs": Setting("KERNELHUB_GPU_JOBS", _integer(least=1), 1,
+                        "jobs a GPU runner takes at once per GPU (more than 1 only for a pool whose submitters "
+                        "trust each other: docs/RUNNERS.md)"),
     "prestart": Setting("KERNELHUB_PRESTART", _flag, True, "pre-start the next evaluation's processes"),
     "calibrate_every_s": Setting("KERNELHUB_CALIBRATE_EVERY_S", _number(), 6 * 3600.0,
                                  "seconds between calibrations between jobs (0 or less: never)"),
@@ -198,6 +201,7 @@ class RunnerConfig:
     soft_time_limit_s: int = 1800
     time_limit_s: int | None = None
     visibility_timeout_s: int = 3 * 3600
+    gpu_jobs: int = 1
     prestart: bool = True
     calibrate_every_s: float = 6 * 3600.0
     ane_chip: str = ""

@@ -38,6 +38,8 @@ class Context:
         self.started = time.monotonic()
         self.pool: Any = None  # a gpu_runner.warm.WarmPool
         self.device_model = ""  # set by the memory plan, before the trials (reference.Reference.plan_before_trials)
+        # What the memory plan reserved in the host's ledger (memory_ledger.py), released when the run is closed.
+        self.reservation: Any = None
         self.child_versions: dict[str, Any] = {}  # the solution's child's versions of torch & co, once it loaded
         self.trials_passed = False
         # A CUDA Agent workdir (gpu_runner/workdir.py): its model_new.py is the solution file the child imports,

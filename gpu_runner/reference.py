@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpu_runner import correctness, memory_plan, sandbox, sysinfo, timing
+from gpu_runner import correctness, gpulock, memory_ledger, memory_plan, sandbox, sysinfo, timing
 from gpu_runner.context import SLOT_MARGIN, Context
 from gpu_runner.session import EvaluatorError, Session, Verdict, trusted
 
@@ -137,6 +137,33 @@ class Reference:
         self.ctx.result.checks["memory_plan"] = {"before_trials": p.record()}
         if not p.fits:
             raise Verdict("runtime_error", p.message)
+        self._reserve(sizes, source)
+
+    def _reserve(self, sizes: dict[str, int], source: str) -> None:
+        """Beside the host's other evaluations (memory_ledger.py): plan from the free memory less what they
+        reserved, waiting for them where this evaluation fits only alone, and reserve what the plan needs."""
+        settings = self.ctx.settings
+        key = gpulock.device_key(self.ctx.device)
+        plans: list[memory_plan.Plan] = []
+
+        def attempt(others: memory_ledger.Held) -> tuple[bool, int, int]:
+            self.free_at_start = (_less(memory_plan.host_free(settings), others.host_bytes),
+                                  _less(memory_plan.device_free(self.ctx.device, settings), others.on(key)))
+            p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
+            plans.append(p)
+            return p.fits, p.needs.get("host", 0), p.needs.get("device", 0)
+
+        try:
+            with self.ctx.timed("memory_wait"):
+                r = memory_ledger.reserve(key, attempt, timeout_s=settings.gpu_lock_timeout_s,
+                                          label=f"problem {self.ctx.result.problem_hash[:12]}", settings=settings)
+        except memory_ledger.MemoryWaitTimeout as e:
+            raise EvaluatorError(str(e)) from None
+        self.ctx.reservation = r
+        record = self.ctx.result.checks["memory_plan"]
+        record["reservation"] = r.record()
+        if r.others.holders:
+            record["before_trials"] = plans[-1].record()  # the plan beside the others is the one that counts
 
     def make_plan(self, input_bytes: int, output_bytes: int, peak_bytes: int | None,
                   source: str) -> memory_plan.Plan:
@@ -313,6 +340,8 @@ class Reference:
         self.ctx.result.checks.setdefault("memory_plan", {})["timing"] = self.plan.record()
         if not self.plan.fits:
             raise Verdict("runtime_error", self.plan.message)
+        if self.ctx.reservation is not None:
+            self.ctx.reservation.update(self.plan.needs.get("host", 0), self.plan.needs.get("device", 0))
         self.n_sets = self.plan.n_sets
         rng = random.SystemRandom()
         # Fresh seeds every evaluation: nothing a solution saw before can match these inputs.
@@ -346,3 +375,10 @@ class Reference:
     def poison_bytes(self) -> int:
         """How much memory the solution's child poisons before each call that saves outputs."""
         return int(min(2 * self.output_bytes + (1 << 20), 1 << 30))
+
+
+def _less(free: dict[str, Any], reserved: int) -> dict[str, Any]:
+    """A reading of free memory (memory_plan.host_free, device_free) less what other evaluations reserved."""
+    if free.get("free") is None or reserved <= 0:
+        return free
+    return {**free, "free": max(0, int(free["free"]) - reserved), "reserved_by_others": reserved}

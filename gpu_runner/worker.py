@@ -259,22 +259,32 @@ def worker_processes(*, config: dict[str, Any], site_url: str, secret: str, pool
     else:
         pins = [""] * (pool_workers or 1)
     host = socket.gethostname()
-    workers = []
-    for index, pin in enumerate(pins):
-        label = f"gpu{pin}" if pin else f"cpu{index}"
-        env = _worker_env(config, site_url, secret, {
-            "KERNELHUB_KEEPALIVE_S": str(config["keepalive_s"]),
-            # One GPU per worker; a CPU worker sees none, so nothing it runs can reach a GPU.
-            "CUDA_VISIBLE_DEVICES": pin,
-            "KERNELHUB_WORKER_LABEL": label,
-        })
-        argv = _celery_argv(config["queue"], 1, f"{config['name']}-{label}@{host}", loglevel)
-        workers.append(WorkerProcess(label, argv, env))
+    workers = [evaluation_worker(config=config, site_url=site_url, secret=secret, loglevel=loglevel, host=host,
+                                 pin=pin, index=index) for index, pin in enumerate(pins)]
     if config["device"] == "cuda":
         builder = build_worker(config=config, site_url=site_url, secret=secret, loglevel=loglevel, host=host)
         if builder is not None:
             workers.append(builder)
     return workers
+
+
+def evaluation_worker(*, config: dict[str, Any], site_url: str, secret: str, loglevel: str, host: str, pin: str,
+                      index: int, settings: RunnerConfig | None = None) -> WorkerProcess:
+    """The Celery worker of one GPU (`pin`: its index for CUDA_VISIBLE_DEVICES), or of the CPU (`pin` empty).
+    settings: serve's (this process's)."""
+    label = f"gpu{pin}" if pin else f"cpu{index}"
+    env = _worker_env(config, site_url, secret, {
+        "KERNELHUB_KEEPALIVE_S": str(config["keepalive_s"]),
+        # One GPU per worker; a CPU worker sees none, so nothing it runs can reach a GPU.
+        "CUDA_VISIBLE_DEVICES": pin,
+        "KERNELHUB_WORKER_LABEL": label,
+    })
+    # On a GPU, KERNELHUB_GPU_JOBS jobs at once: the device lock (gpulock.py) times one alone while the others load
+    # and check, and the memory ledger (memory_ledger.py) plans their memory together. A CPU worker takes one: its
+    # timing would share the cores the others' work runs on.
+    jobs = (settings or SETTINGS).gpu_jobs if pin else 1
+    return WorkerProcess(label, _celery_argv(config["queue"], jobs, f"{config['name']}-{label}@{host}", loglevel),
+                         env)
 
 
 def build_worker(*, config: dict[str, Any], site_url: str, secret: str, loglevel: str,
@@ -363,7 +373,9 @@ def serve_main(argv: list[str]) -> int:
     names = {g.get("index"): g.get("name") for g in gpu_telemetry()}
     for worker in workers:
         pin = worker.env["CUDA_VISIBLE_DEVICES"]
-        where = f"GPU {pin} ({names.get(int(pin), 'unknown model')})" if pin else "the CPU (no GPU visible)"
+        jobs = worker.argv[worker.argv.index("-c") + 1]
+        where = (f"GPU {pin} ({names.get(int(pin), 'unknown model')}), {jobs} job(s) at once" if pin
+                 else "the CPU (no GPU visible)")
         if worker.builds:
             where = (f"build slots: {worker.argv[worker.argv.index('-c') + 1]} at once on {worker.queue}, no GPU, "
                      f"arch {worker.env['TORCH_CUDA_ARCH_LIST'] or 'unknown'}")

@@ -1,5 +1,6 @@
-"""`python -m gpu_runner serve` starts the right Celery workers: one per GPU pinned with CUDA_VISIBLE_DEVICES,
-one for a CPU pool, each on the pool's queue with concurrency 1 and prefetch 1. Imports no Django."""
+"""`python -m gpu_runner serve` starts the right Celery workers: one per GPU pinned with CUDA_VISIBLE_DEVICES
+(KERNELHUB_GPU_JOBS jobs at once), one for a CPU pool (one job at a time), each on the pool's queue with prefetch
+1. Imports no Django."""
 
 import os
 import subprocess
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 from gpu_runner.config import RunnerConfig
-from gpu_runner.worker import app, build_worker, gpu_indices, worker_processes
+from gpu_runner.worker import app, build_worker, evaluation_worker, gpu_indices, worker_processes
 
 
 def _config(device: str) -> dict:
@@ -75,6 +76,21 @@ def test_a_cuda_pool_gets_one_worker_per_gpu_pinned():
     one = worker_processes(config=_config("cuda"), site_url="http://site", secret="s", pool_workers=1,
                            loglevel="info")
     assert [w.env["CUDA_VISIBLE_DEVICES"] for w in one if not w.builds] == [str(gpus[0])]
+
+
+def test_a_gpus_worker_takes_gpu_jobs_at_once_and_a_cpu_worker_one():
+    def worker(pin: str, jobs: str | None):
+        settings = RunnerConfig.from_env({"KERNELHUB_GPU_JOBS": jobs} if jobs else {})
+        return evaluation_worker(config=_config("cuda" if pin else "cpu"), site_url="http://site", secret="khr_s",
+                                 loglevel="info", host="gpu-host", pin=pin, index=0, settings=settings)
+
+    gpu = worker("1", None)  # one at a time by default (docs/RUNNERS.md, "Several jobs per GPU")
+    assert _option(gpu.argv, "-c") == "1" and _option(gpu.argv, "--prefetch-multiplier") == "1"
+    assert gpu.env["CUDA_VISIBLE_DEVICES"] == "1" and _option(gpu.argv, "-n") == "node-h200-gpu1@gpu-host"
+    assert _option(worker("0", "3").argv, "-c") == "3" and _option(worker("0", "2").argv, "-c") == "2"
+    assert _option(worker("", "3").argv, "-c") == "1"  # a CPU worker's timing would share the others' cores
+    with pytest.raises(ValueError, match="KERNELHUB_GPU_JOBS='0': an integer of 1 or more is expected"):
+        RunnerConfig.from_env({"KERNELHUB_GPU_JOBS": "0"})
 
 
 def test_a_cuda_pools_build_slots_take_its_build_queue_with_no_gpu():

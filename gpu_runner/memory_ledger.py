@@ -1,0 +1,238 @@
+"""What the evaluations running on this host have planned to hold: the memory plan's count of the others (issue 13,
+"what runs at once").
+
+Several evaluations share a host and its GPUs: `serve` takes KERNELHUB_GPU_JOBS jobs per GPU, so that one
+evaluation loads and checks while another times (gpulock.py keeps the timed part alone on its device), and a
+batch of command-line evaluations may run side by side. Each evaluation's plan (memory_plan.py) counts the memory
+free when it starts; another one that started a moment earlier may not have allocated yet what it planned, and
+two plans that each fit alone could together run the host into its OOM killer or the GPU out of memory.
+
+So each evaluation writes its plan's needs (host bytes, and device bytes on its GPU) into a host-wide ledger: one
+JSON file per evaluation under KERNELHUB_CACHE_DIR/memory/, each held under an flock by its evaluation for as
+long as it runs, all read and written under the ledger's own flock. An evaluation plans from the free memory less
+what the others reserved. One that fits alone but not beside them waits for them (the wait is recorded in its
+result and counts against no deadline but KERNELHUB_GPU_LOCK_TIMEOUT_S); one that cannot fit alone is refused at
+once, as before. The count is conservative: what the others reserved is subtracted from free memory that already
+lacks what they have allocated so far, so a second large evaluation waits rather than risk running out.
+
+The kernel drops an entry's flock when its evaluation dies, however it dies: an entry whose lock can be taken
+belongs to nobody, counts for nothing, and is removed (with a log line) by the next evaluation that reads the
+ledger or by cleanup.sweep at a runner's start.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpu_runner import config
+
+POLL_S = 0.5
+
+_own: dict[str, int] = {}  # entry path -> fd holding its flock, for this process's evaluations
+_own_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child does not run its parent's evaluations: its copies of their locks must not keep them alive.
+    for fd in _own.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _own.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def ledger_dir(settings: config.RunnerConfig | None = None) -> Path:
+    path = settings.cache_dir if settings is not None else config.setting("cache_dir")
+    folder = (path or Path.home() / ".cache" / "kernelhub") / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextmanager
+def _ledger_locked(folder: Path) -> Iterator[None]:
+    with open(folder / "ledger.lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _alive(path: Path) -> bool:
+    """Whether the entry's evaluation still holds it (its flock cannot be taken)."""
+    if str(path) in _own:
+        return True
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return True
+        raise
+    finally:
+        os.close(fd)
+    return False
+
+
+def _log(msg: str) -> None:
+    print(f"kernelhub: {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Held:
+    """What the other live evaluations of the host reserved."""
+    host_bytes: int = 0
+    device_bytes: dict[str, int] = field(default_factory=dict)  # per device key (gpulock.device_key)
+    holders: list[dict[str, Any]] = field(default_factory=list)
+
+    def on(self, device_key: str) -> int:
+        return self.device_bytes.get(device_key, 0)
+
+    def describe(self, device_key: str) -> str:
+        mine = [h for h in self.holders if h.get("host_bytes") or h.get("device") == device_key]
+        return "; ".join(f"pid {h.get('pid')} ({h.get('label') or 'an evaluation'}, host "
+                         f"{h.get('host_bytes', 0) / (1 << 30):.1f} GiB, device "
+                         f"{h.get('device_bytes', 0) / (1 << 30):.1f} GiB, since "
+                         f"{time.strftime('%H:%M:%S', time.localtime(h.get('since', 0)))})" for h in mine) or "none"
+
+
+def _read(folder: Path, *, exclude: str | None = None) -> tuple[Held, list[dict[str, Any]]]:
+    """The live entries (except `exclude`), and the stale ones removed on the way. Under the ledger's lock."""
+    held = Held()
+    removed: list[dict[str, Any]] = []
+    for path in sorted(folder.glob("*.json")):
+        if str(path) == exclude:
+            continue
+        try:
+            info = json.loads(path.read_text() or "{}")
+        except (OSError, ValueError):
+            info = {}
+        if not _alive(path):
+            path.unlink(missing_ok=True)
+            removed.append({"entry": path.name, **{k: info.get(k) for k in ("pid", "label", "host_bytes",
+                                                                          "device", "device_bytes")}})
+            continue
+        held.host_bytes += int(info.get("host_bytes") or 0)
+        if info.get("device"):
+            key = str(info["device"])
+            held.device_bytes[key] = held.device_bytes.get(key, 0) + int(info.get("device_bytes") or 0)
+        held.holders.append(info)
+    if removed:
+        _log(f"memory ledger: removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} of evaluations "
+             f"that are gone: {', '.join(str(r['entry']) for r in removed)}")
+    return held, removed
+
+
+def sweep(settings: config.RunnerConfig | None = None) -> list[dict[str, Any]]:
+    """Remove the entries of evaluations that are gone; returns them (cleanup.sweep calls this)."""
+    folder = ledger_dir(settings)
+    with _ledger_locked(folder):
+        return _read(folder)[1]
+
+
+def held_by_others(settings: config.RunnerConfig | None = None) -> Held:
+    folder = ledger_dir(settings)
+    with _ledger_locked(folder):
+        return _read(folder)[0]
+
+
+class MemoryWaitTimeout(RuntimeError):
+    """The evaluation fits alone but the others' reservations did not go in time; the message names them."""
+
+
+@dataclass
+class Reservation:
+    path: Path
+    device_key: str
+    host_bytes: int
+    device_bytes: int
+    waited_s: float
+    others: Held
+    label: str = ""
+    since: float = 0.0
+    waited_for: list[dict[str, Any]] = field(default_factory=list)  # the others it found in its way, if it waited
+
+    def update(self, host_bytes: int, device_bytes: int) -> None:
+        """The plan changed (the timing plan, from the measured footprint): the entry says so from now on."""
+        self.host_bytes, self.device_bytes = host_bytes, device_bytes
+        with _ledger_locked(self.path.parent):
+            fd = _own.get(str(self.path))
+            if fd is not None:
+                _write(fd, self._info())
+
+    def _info(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "label": self.label, "since": self.since, "host_bytes": self.host_bytes,
+                "device": self.device_key, "device_bytes": self.device_bytes}
+
+    def release(self) -> None:
+        with _own_lock:
+            fd = _own.pop(str(self.path), None)
+        if fd is None:
+            return
+        with _ledger_locked(self.path.parent):
+            self.path.unlink(missing_ok=True)
+            os.close(fd)
+
+    def record(self) -> dict[str, Any]:
+        return {"host_bytes": self.host_bytes, "device_bytes": self.device_bytes, "waited_s": round(self.waited_s, 2),
+                "others_host_bytes": self.others.host_bytes, "others_device_bytes": self.others.on(self.device_key),
+                "others": len(self.others.holders),
+                "waited_for": [{k: h.get(k) for k in ("pid", "label", "host_bytes", "device_bytes")}
+                               for h in self.waited_for]}
+
+
+def _write(fd: int, info: dict[str, Any]) -> None:
+    data = json.dumps(info).encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
+
+
+def reserve(device_key: str, attempt: Callable[[Held], tuple[bool, int, int]], *, timeout_s: float,
+            label: str = "", settings: config.RunnerConfig | None = None) -> Reservation:
+    """Reserve what `attempt` plans beside the others. attempt(others) -> (fits, host_bytes, device_bytes): the
+    plan made from the free memory less `others`; called under the ledger's lock, again after each wait. The
+    caller has made sure the evaluation fits alone. Raises MemoryWaitTimeout after `timeout_s` seconds."""
+    folder = ledger_dir(settings)
+    started = time.monotonic()
+    in_the_way: list[dict[str, Any]] = []
+    while True:
+        with _ledger_locked(folder):
+            others, _ = _read(folder)
+            fits, host_b, device_b = attempt(others)
+            if fits:
+                path = folder / f"{os.getpid()}-{time.time_ns()}.json"
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                r = Reservation(path, device_key, host_b, device_b, time.monotonic() - started, others, label,
+                                since=time.time(), waited_for=in_the_way)
+                _write(fd, r._info())
+                with _own_lock:
+                    _own[str(path)] = fd
+                return r
+        if not in_the_way:
+            in_the_way = list(others.holders)
+            _log(f"memory: waiting for other evaluations on this host to end ({others.describe(device_key)})")
+        if time.monotonic() - started > timeout_s:
+            raise MemoryWaitTimeout(
+                f"waited {timeout_s:.0f} s for memory that other evaluations on this host have reserved "
+                f"({others.describe(device_key)}); this evaluation fits alone. Wait for them to end, or stop one "
+                "that is stuck; KERNELHUB_GPU_LOCK_TIMEOUT_S sets how long to wait")
+        time.sleep(POLL_S)

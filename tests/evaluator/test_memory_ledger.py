@@ -1,0 +1,149 @@
+"""The host's memory ledger (gpu_runner/memory_ledger.py): evaluations that run at once plan their memory together.
+What another evaluation reserved counts until it ends, however it ends (kill -9 included: its entry is then
+removed, and said so); one that fits only alone waits, and gives up with the holders named; and two real
+evaluations that fit the host's memory one at a time run one after the other, both accepted (issue 13)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpu_runner import cleanup, memory_ledger
+from gpu_runner.config import RunnerConfig
+from tests.evaluator.helpers import HONEST, PROBLEM
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GiB = 1 << 30
+
+HOLD_IN_ANOTHER_PROCESS = """
+import sys, time
+from gpu_runner import memory_ledger
+key, host_b, device_b, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+r = memory_ledger.reserve(key, lambda others: (True, host_b, device_b), timeout_s=5, label="test holder")
+print("held", flush=True)
+time.sleep(seconds)
+r.release()
+"""
+
+
+def _holder(cache: Path, key: str, host_b: int, device_b: int, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_IN_ANOTHER_PROCESS, key, str(host_b), str(device_b),
+                             str(seconds)], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERNELHUB_CACHE_DIR": str(cache)})
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted((cache / "memory").glob("*.json"))
+
+
+def test_another_evaluations_reservation_counts_until_it_is_killed(tmp_path, capfd):
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "GPU-aaaa", 3 * GiB, 5 * GiB, 60)
+    try:
+        held = memory_ledger.held_by_others(settings)
+        assert held.host_bytes == 3 * GiB and held.on("GPU-aaaa") == 5 * GiB and held.on("GPU-bbbb") == 0
+        [entry] = _entries(tmp_path)
+        assert json.loads(entry.read_text())["pid"] == holder.pid
+    finally:
+        holder.send_signal(signal.SIGKILL)  # no release: the kernel drops the entry's flock with the process
+        holder.wait()
+    # A dead evaluation's entry counts for nothing, and its reader removes it and says so.
+    held = memory_ledger.held_by_others(settings)
+    assert held.host_bytes == 0 and held.on("GPU-aaaa") == 0 and not held.holders
+    assert _entries(tmp_path) == []
+    assert f"memory ledger: removed 1 entry of evaluations that are gone: {entry.name}" in capfd.readouterr().err
+
+
+def test_the_runners_start_up_sweep_removes_a_dead_evaluations_reservation(tmp_path):
+    holder = _holder(tmp_path, "cpu", GiB, 0, 60)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    swept = cleanup.sweep(why="test", settings=RunnerConfig(cache_dir=tmp_path, work_dir=tmp_path / "work"))
+    assert [r["pid"] for r in swept["reservations"]] == [holder.pid]
+    assert swept["reservations"][0]["host_bytes"] == GiB and _entries(tmp_path) == []
+
+
+def test_it_waits_while_the_others_hold_what_it_needs(tmp_path):
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "GPU-aaaa", 0, 40 * GiB, 1.5)
+    seen = []
+
+    def attempt(others: memory_ledger.Held) -> tuple[bool, int, int]:
+        seen.append(others.on("GPU-aaaa"))
+        # 60 GiB free on the device, 30 needed: not beside the other's 40.
+        return 60 * GiB - others.on("GPU-aaaa") >= 30 * GiB, GiB, 30 * GiB
+
+    r = memory_ledger.reserve("GPU-aaaa", attempt, timeout_s=60, label="test waiter", settings=settings)
+    try:
+        holder.wait()
+        assert seen[0] == 40 * GiB and seen[-1] == 0, seen
+        assert r.waited_s >= 0.5, r
+        record = r.record()
+        assert record["device_bytes"] == 30 * GiB and record["others"] == 0
+        assert record["waited_for"] == [{"pid": holder.pid, "label": "test holder", "host_bytes": 0,
+                                         "device_bytes": 40 * GiB}]
+        # The entry says what the plan holds now, to the others.
+        r.update(2 * GiB, 20 * GiB)
+        [entry] = _entries(tmp_path)
+        assert json.loads(entry.read_text())["device_bytes"] == 20 * GiB
+    finally:
+        r.release()
+    assert _entries(tmp_path) == []
+    r.release()  # twice is harmless
+
+
+def test_it_names_the_holders_when_it_gives_up(tmp_path):
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "cpu", 6 * GiB, 0, 60)
+    try:
+        with pytest.raises(memory_ledger.MemoryWaitTimeout) as caught:
+            memory_ledger.reserve("cpu", lambda others: (others.host_bytes == 0, GiB, 0), timeout_s=1,
+                                  settings=settings)
+    finally:
+        holder.kill()
+        holder.wait()
+    message = str(caught.value)
+    assert f"pid {holder.pid} (test holder, host 6.0 GiB" in message, message
+    assert "this evaluation fits alone" in message and "KERNELHUB_GPU_LOCK_TIMEOUT_S" in message, message
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_two_evaluations_that_fit_one_at_a_time_run_one_after_the_other(tmp_path):
+    """The small problem's plan needs about 1.1 GiB of host memory (two children's resident sets); with 1.5 GiB
+    counted as free, one fits and two do not: the second waits for the first, and both are accepted."""
+    (tmp_path / "problem.py").write_text(PROBLEM)
+    (tmp_path / "solution.py").write_text(HONEST)
+    cmd = [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(tmp_path / "problem.py"),
+           "--solution", str(tmp_path / "solution.py"), "--json"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERNELHUB_CACHE_DIR": str(tmp_path / "cache"),
+           "KERNELHUB_HOST_MEMORY_GB": "1.5"}
+    procs = []
+    for _ in range(2):
+        procs.append(subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+        time.sleep(0.5)
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=850)
+        assert proc.returncode == 0, err[-3000:]
+        results.append(json.loads(out))
+    for r in results:
+        assert r["verdict"] == "accepted", r["message"]
+    first, second = sorted(results, key=lambda r: r["checks"]["memory_plan"]["reservation"]["waited_s"])
+    plan = second["checks"]["memory_plan"]
+    assert 1.5 * GiB * 0.9 >= plan["reservation"]["host_bytes"] > 0.75 * GiB * 0.9, plan["reservation"]
+    assert plan["reservation"]["waited_s"] > 1 and len(plan["reservation"]["waited_for"]) == 1, plan
+    assert first["checks"]["memory_plan"]["reservation"]["waited_for"] == []
+    # Everything the second did on the device after its plan came after the first's last hold.
+    first_end = max(h["held_until"] for h in first["checks"]["device_lock"])
+    later = [h for h in second["checks"]["device_lock"] if h["phase"] != "reference load"]
+    assert later and min(h["held_from"] for h in later) >= first_end, (first["checks"]["device_lock"], later)
+    assert _entries(tmp_path / "cache") == []
