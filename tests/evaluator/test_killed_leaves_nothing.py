@@ -1,5 +1,5 @@
 """kill -9 of the evaluator in the middle of timing: its children die with it, and the next evaluation's start
-removes the work directories it left and says so (issue 13)."""
+removes the work directories it left and says so, and its memory reservation counts no more (issue 13)."""
 
 import json
 import os
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 
+from gpu_runner import memory_ledger
 from tests.evaluator.helpers import FIXTURES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +68,9 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
                                        f"{verdict_file.read_text()[-2000:]}")
         # And any child started since (the compile baseline's, had timing ended): each must be gone too.
         children = sorted(set(children) | {p.pid for p in psutil.Process(victim.pid).children(recursive=True)})
+        # Its memory plan's reservation in the host's ledger (gpu_runner/memory_ledger.py).
+        reserved = list(memory_ledger.ledger_dir().glob(f"{victim.pid}-*.json"))
+        assert len(reserved) == 1, reserved
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(timeout=10)
     finally:
@@ -93,3 +97,6 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
     # Nothing of either evaluation is left: no directory, no record, no owner lock of a dead process.
     assert [p.name for p in work.iterdir() if not p.name.startswith(".")] == []
     assert list((work / ".owners").iterdir()) == []
+    # The killed evaluation's reservation was dropped by the next one's reading of the ledger.
+    assert not reserved[0].exists()
+    assert all(h["pid"] != victim.pid for h in memory_ledger.held_by_others().holders)
