@@ -142,14 +142,13 @@ def forget_child(workdir: Path) -> None:
     (workdir.parent / OWNERS / f"{workdir.name}.json").unlink(missing_ok=True)
 
 
-def _owner_alive(base: Path, pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    path = base / OWNERS / f"{pid}.lock"
+def flock_held(path: Path) -> bool:
+    """Whether a live process holds an flock on `path` (the kernel drops it when its holder dies); False where
+    the file is gone."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
-        return False  # the lock is taken before any directory is made: its owner is gone
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError as e:
@@ -159,6 +158,11 @@ def _owner_alive(base: Path, pid: int) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def _owner_alive(base: Path, pid: int) -> bool:
+    # The lock is taken before any directory is made: without it, its owner is gone.
+    return pid == os.getpid() or flock_held(base / OWNERS / f"{pid}.lock")
 
 
 def _bases(settings: config.RunnerConfig | None) -> list[Path]:
@@ -228,9 +232,8 @@ def _size(path: Path) -> int:
 def sweep(*, why: str = "", settings: config.RunnerConfig | None = None) -> dict[str, Any]:
     """Remove what dead evaluators left in the work bases: directories, their records, their processes.
 
-    Returns {"removed": [{"path", "bytes", "owner"}], "killed": [pids], "records": n, "reservations": [entries of
-    the memory ledger removed]}; empty lists when there was nothing to remove (the usual case: one directory listing
-    per base)."""
+    Returns {"removed": [{"path", "bytes", "owner"}], "killed": [pids], "records": n}; empty lists when there was
+    nothing to remove (the usual case: one directory listing per base)."""
     removed: list[dict[str, Any]] = []
     killed: list[int] = []
     records = 0
@@ -301,12 +304,4 @@ def sweep(*, why: str = "", settings: config.RunnerConfig | None = None) -> dict
         _log(f"cleanup{f' ({why})' if why else ''}: removed {len(removed)} stale work director"
              f"{'y' if len(removed) == 1 else 'ies'} of dead evaluations ({total / 2**20:.1f} MiB): "
              + ", ".join(r["path"] for r in removed[:10]) + (f"; killed their processes {killed}" if killed else ""))
-    # The memory the dead evaluations had reserved (memory_ledger.py logs what it removes).
-    from gpu_runner import memory_ledger
-
-    try:
-        reservations = memory_ledger.sweep(settings)
-    except OSError as e:
-        _log(f"cleanup: the memory ledger could not be read ({e})")
-        reservations = []
-    return {"removed": removed, "killed": sorted(set(killed)), "records": records, "reservations": reservations}
+    return {"removed": removed, "killed": sorted(set(killed)), "records": records}

@@ -17,12 +17,11 @@ lacks what they have allocated so far, so a second large evaluation waits rather
 
 The kernel drops an entry's flock when its evaluation dies, however it dies: an entry whose lock can be taken
 belongs to nobody, counts for nothing, and is removed (with a log line) by the next evaluation that reads the
-ledger or by cleanup.sweep at a runner's start.
+ledger, and by `sweep()` at a runner's start.
 """
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
@@ -35,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpu_runner import config
+from gpu_runner import cleanup, config
 
 POLL_S = 0.5
 
@@ -57,8 +56,7 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def ledger_dir(settings: config.RunnerConfig | None = None) -> Path:
-    path = settings.cache_dir if settings is not None else config.setting("cache_dir")
-    folder = (path or Path.home() / ".cache" / "kernelhub") / "memory"
+    folder = cleanup.cache_dir(settings) / "memory"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -75,21 +73,7 @@ def _ledger_locked(folder: Path) -> Iterator[None]:
 
 def _alive(path: Path) -> bool:
     """Whether the entry's evaluation still holds it (its flock cannot be taken)."""
-    if str(path) in _own:
-        return True
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError as e:
-        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            return True
-        raise
-    finally:
-        os.close(fd)
-    return False
+    return str(path) in _own or cleanup.flock_held(path)
 
 
 def _log(msg: str) -> None:
@@ -142,7 +126,7 @@ def _read(folder: Path, *, exclude: str | None = None) -> tuple[Held, list[dict[
 
 
 def sweep(settings: config.RunnerConfig | None = None) -> list[dict[str, Any]]:
-    """Remove the entries of evaluations that are gone; returns them (cleanup.sweep calls this)."""
+    """Remove the entries of evaluations that are gone; returns them (a runner's start-up cleanup)."""
     folder = ledger_dir(settings)
     with _ledger_locked(folder):
         return _read(folder)[1]

@@ -329,6 +329,24 @@ def _celery_argv(queue: str, concurrency: int, name: str, loglevel: str) -> list
             "-l", loglevel]
 
 
+def startup_cleanup() -> dict[str, Any]:
+    """What evaluations killed with an earlier run of this runner left: directories, processes (cleanup.py), and
+    their memory reservations (memory_ledger.py). Logged; a failure is logged too, and the runner serves all the
+    same (each evaluation sweeps again)."""
+    from gpu_runner import cleanup, memory_ledger
+
+    try:
+        swept = cleanup.sweep(why="runner start")
+        swept["reservations"] = memory_ledger.sweep()
+    except Exception:  # noqa: BLE001 - see the docstring
+        logger.exception("Start-up cleanup failed")
+        return {}
+    logger.info("Start-up cleanup: %d stale work directories removed, %d processes killed, %d memory reservations "
+                "of dead evaluations dropped", len(swept["removed"]), len(swept["killed"]),
+                len(swept["reservations"]))
+    return swept
+
+
 def serve_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpu_runner serve",
                                      description="Serve a KernelHub pool: one Celery worker per GPU (one for CPU).")
@@ -357,15 +375,7 @@ def serve_main(argv: list[str]) -> int:
     if config.get("is_disabled"):
         print(f"Runner {config['name']} is disabled on the site.", file=sys.stderr)
         return 2
-    try:
-        # What evaluations killed with an earlier run of this runner left: directories, processes (cleanup.py).
-        from gpu_runner import cleanup
-
-        swept = cleanup.sweep(why="runner start")
-        logger.info("Start-up cleanup: %d stale work directories removed, %d processes killed",
-                    len(swept["removed"]), len(swept["killed"]))
-    except Exception:  # noqa: BLE001 - the runner serves all the same; each evaluation sweeps again
-        logger.exception("Start-up cleanup failed")
+    startup_cleanup()
     workers = worker_processes(config=config, site_url=args.site, secret=args.token,
                                pool_workers=args.pool_workers, loglevel=args.loglevel)
     logger.info("Runner %s serving %s (%s) with %d worker(s)", config["name"], config["queue"], config["device"],

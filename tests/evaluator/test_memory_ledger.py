@@ -4,6 +4,7 @@ removed, and said so); one that fits only alone waits, and gives up with the hol
 evaluations that fit the host's memory one at a time run one after the other, both accepted (issue 13)."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_runner import cleanup, memory_ledger
+from gpu_runner import memory_ledger, worker
 from gpu_runner.config import RunnerConfig
 from tests.evaluator.helpers import HONEST, PROBLEM
 
@@ -61,13 +62,17 @@ def test_another_evaluations_reservation_counts_until_it_is_killed(tmp_path, cap
     assert f"memory ledger: removed 1 entry of evaluations that are gone: {entry.name}" in capfd.readouterr().err
 
 
-def test_the_runners_start_up_sweep_removes_a_dead_evaluations_reservation(tmp_path):
+def test_the_runners_start_up_cleanup_drops_a_dead_evaluations_reservation(tmp_path, monkeypatch, caplog):
     holder = _holder(tmp_path, "cpu", GiB, 0, 60)
     holder.send_signal(signal.SIGKILL)
     holder.wait()
-    swept = cleanup.sweep(why="test", settings=RunnerConfig(cache_dir=tmp_path, work_dir=tmp_path / "work"))
+    monkeypatch.setenv("KERNELHUB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("KERNELHUB_WORK_DIR", str(tmp_path / "work"))
+    with caplog.at_level(logging.INFO, logger="gpu_runner.worker"):
+        swept = worker.startup_cleanup()  # what `serve` runs before its workers start
     assert [r["pid"] for r in swept["reservations"]] == [holder.pid]
     assert swept["reservations"][0]["host_bytes"] == GiB and _entries(tmp_path) == []
+    assert "1 memory reservations of dead evaluations dropped" in caplog.text
 
 
 def test_it_waits_while_the_others_hold_what_it_needs(tmp_path):
