@@ -279,9 +279,9 @@ def evaluation_worker(*, config: dict[str, Any], site_url: str, secret: str, log
         "CUDA_VISIBLE_DEVICES": pin,
         "KERNELHUB_WORKER_LABEL": label,
     })
-    # On a GPU, KERNELHUB_GPU_JOBS jobs at once: the device lock (gpulock.py) times one alone while the others load
-    # and check, and the memory ledger (memory_ledger.py) plans their memory together. A CPU worker takes one: its
-    # timing would share the cores the others' work runs on.
+    # On a GPU, KERNELHUB_GPU_JOBS jobs at once (1 by default; docs/RUNNERS.md, "Several jobs per GPU"): the device
+    # lock (gpulock.py) times one alone while the others load and check, and the memory ledger (memory_ledger.py)
+    # plans their memory together. A CPU worker takes one: its timing would share the cores the others' work uses.
     jobs = (settings or SETTINGS).gpu_jobs if pin else 1
     return WorkerProcess(label, _celery_argv(config["queue"], jobs, f"{config['name']}-{label}@{host}", loglevel),
                          env)
@@ -387,7 +387,7 @@ def serve_main(argv: list[str]) -> int:
         where = (f"GPU {pin} ({names.get(int(pin), 'unknown model')}), {jobs} job(s) at once" if pin
                  else "the CPU (no GPU visible)")
         if worker.builds:
-            where = (f"build slots: {worker.argv[worker.argv.index('-c') + 1]} at once on {worker.queue}, no GPU, "
+            where = (f"build slots: {jobs} at once on {worker.queue}, no GPU, "
                      f"arch {worker.env['TORCH_CUDA_ARCH_LIST'] or 'unknown'}")
         print(f"worker {worker.name} -> {where}, CUDA_VISIBLE_DEVICES={pin!r}", flush=True)
     _calibrate_at_start(client, config, workers)
