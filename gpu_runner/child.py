@@ -297,6 +297,10 @@ class Harness:
                 model = torch.compile(model)
         # Used as constructed, like KernelBench (which never calls eval()): a module in training mode stays in it.
         self.model = model.to(self.device) if hasattr(model, "to") else model
+        # What the Model's parameters and buffers hold: each child has its own copy, which the memory plan counts
+        # (the reference's figure; the solution's is its own word).
+        held = [*self.model.parameters(), *self.model.buffers()] if hasattr(self.model, "parameters") else []
+        info["param_bytes"] = sum(t.numel() * t.element_size() for t in held)
         return {"info": info}
 
     def _import_solution(self, msg: dict):

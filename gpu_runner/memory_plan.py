@@ -178,19 +178,21 @@ def _gib(n: float) -> str:
 def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | None, source: str,
          host: dict[str, Any], gpu: dict[str, Any], child_limits: tuple[int | None, int | None], n_trials: int,
          sets_wanted: int,
-         keep_wanted: int, tmpfs_work: bool, lent_outputs: int = 0) -> Plan:
+         keep_wanted: int, tmpfs_work: bool, lent_outputs: int = 0, param_bytes: int = 0) -> Plan:
     """The plan for one evaluation; `sets_wanted` and `keep_wanted` are what the evaluator would use with memory
     to spare (its byte budgets), reduced here until the evaluation fits. child_limits: the address-space limits of
     the reference's and the solution's child (None: none, on a GPU). lent_outputs: on a GPU, the outputs the device
     memory lent to the solution's child holds where the expected outputs are computed on demand
-    (gpu_runner/ipc.py)."""
+    (gpu_runner/ipc.py). param_bytes: the Model's parameters and buffers, which each child holds (outside the
+    reference's measured peak, which starts once its Model is loaded)."""
     ref_limit, sol_limit = child_limits
-    i_b, o_b = max(0, input_bytes), max(0, output_bytes)
-    # The reference's own peak: what one call holds (inputs, output, temporaries); at least inputs + output.
+    i_b, o_b, w_b = max(0, input_bytes), max(0, output_bytes), max(0, param_bytes)
+    # The reference's own peak: what one call holds (inputs, output, temporaries); at least inputs + output. Each
+    # child also holds the Model's parameters (w_b).
     peak = max(peak_bytes or 0, i_b + o_b)
     temps = peak - i_b - o_b
     poison = min(2 * o_b + (1 << 20), GiB)
-    footprint = {"input_bytes": i_b, "output_bytes": o_b, "peak_bytes": peak, "source": source}
+    footprint = {"input_bytes": i_b, "output_bytes": o_b, "peak_bytes": peak, "param_bytes": w_b, "source": source}
     expected = "memory" if (n_trials + 1) * o_b <= EXPECTED_IN_MEMORY_BYTES else "on_demand"
     cpu = device == "cpu"
 
@@ -199,11 +201,11 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
         # null call's output and a replayed output, or the poison block. The solution: a trial with the poison
         # block, then k sets and `keep` outputs of a batch (the poison block before the last call), and the
         # forward's temporaries.
-        ref = max(peak + o_b, k * i_b + o_b + max(o_b, poison) + temps)
+        ref = w_b + max(peak + o_b, k * i_b + o_b + max(o_b, poison) + temps)
         # A kept output holds on to its call's input set, which a later call of the batch may replace with a
         # fresh one: one more set at most with the few outputs kept where memory is short.
         pinned = i_b if keep >= 2 else 0
-        sol = max(peak + poison, k * i_b + pinned + max(keep * o_b, (keep - 1) * o_b + poison) + temps)
+        sol = w_b + max(peak + poison, k * i_b + pinned + max(keep * o_b, (keep - 1) * o_b + poison) + temps)
         # The parent: a solution's output at a time (the reference's are mapped from their files, which are
         # page cache on a disk, memory on tmpfs), and the trials' expected outputs when they are kept.
         parent = o_b + (n_trials * o_b if expected == "memory" else 0)
@@ -243,9 +245,10 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
         k -= 1
     while not fits(needs(k, keep)) and keep > MIN_KEEP:
         keep -= 1
-    # The goal on a GPU: at most about GOAL_RATIO x the reference's own footprint, for footprints that matter.
-    # More sets and longer batches buy little once a call moves gigabytes: they go first.
-    goal = GOAL_RATIO * peak + 3 * CUDA_PROCESS_BYTES
+    # The goal on a GPU: at most about GOAL_RATIO x the reference's own footprint, for footprints that matter, beside
+    # the processes and the children's parameters, which no plan can spare. More sets and longer batches buy
+    # little once a call moves gigabytes: they go first.
+    goal = GOAL_RATIO * peak + 3 * CUDA_PROCESS_BYTES + 2 * w_b
     while not cpu and peak >= GiB and needs(k, keep)["device"] > goal and (k > 1 or keep > MIN_KEEP):
         if k > 1:
             k -= 1
@@ -267,7 +270,8 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
 def _refusal(device: str, fp: dict[str, Any], n: dict[str, int], host_free_b: int | None, gpu_free_b: int | None,
              over: list[tuple[str, int, int]]) -> str:
     what = (f"inputs {_gib(fp['input_bytes'])}, output {_gib(fp['output_bytes'])}, the reference's own peak "
-            f"{_gib(fp['peak_bytes'])} ({'measured' if fp['source'] != 'meta' else 'estimated from the shapes'})")
+            f"{_gib(fp['peak_bytes'])} ({'measured' if fp['source'] != 'meta' else 'estimated from the shapes'})"
+            + (f", parameters {_gib(fp['param_bytes'])} in each process" if fp.get("param_bytes") else ""))
     short = []
     for who, need, limit in over:
         short.append(f"{who} process needs {_gib(need)} of address space, over its limit of {_gib(limit)} "

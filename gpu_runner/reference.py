@@ -80,6 +80,7 @@ class Reference:
         self.sizes_before_trials: dict[str, int] | None = None
         self.free_at_start: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
         self.plan: memory_plan.Plan | None = None
+        self.param_bytes = 0  # the Model's parameters and buffers, as the reference's load found them
         # What the trials found (adopt), with the on-demand trials' filled in as they come.
         self.trial_seeds: list[int] = []
         self.sample_seeds: list[int] = []
@@ -116,7 +117,9 @@ class Reference:
         ref = self.session
         assert ref is not None
         with self.ctx.device_lock("reference load", shared=True), self.ctx.timed("reference_load"):
-            trusted(ref, "load", timeout=self.ctx.settings.load_timeout_s, **self.ctx.load_fields("eager"))
+            loaded = trusted(ref, "load", timeout=self.ctx.settings.load_timeout_s, **self.ctx.load_fields("eager"))
+        info = loaded.get("info")
+        self.param_bytes = int(info.get("param_bytes") or 0) if isinstance(info, dict) else 0
         self.ctx.device_model = sysinfo.device_model(self.ctx.device)
         self.free_at_start = (memory_plan.host_free(self.ctx.settings),
                               memory_plan.device_free(self.ctx.device, self.ctx.settings))
@@ -171,7 +174,7 @@ class Reference:
         host, gpu = self.free_at_start
         return memory_plan.plan(
             self.ctx.device, input_bytes=input_bytes, output_bytes=output_bytes, peak_bytes=peak_bytes, source=source,
-            host=host, gpu=gpu,
+            param_bytes=self.param_bytes, host=host, gpu=gpu,
             child_limits=(self.ctx.limits("eager").memory_bytes, self.ctx.limits("solution").memory_bytes),
             n_trials=self.n_trials,
             sets_wanted=max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.ctx.device] // per_set)),

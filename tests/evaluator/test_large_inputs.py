@@ -63,3 +63,45 @@ def test_it_refuses_a_problem_over_the_childrens_memory_limit(tmp_path):
     result, _ = _evaluate(tmp_path, KERNELHUB_CHILD_MEMORY_GB="3")
     assert result["verdict"] == "runtime_error"
     assert "over its limit of 3.0 GiB (KERNELHUB_CHILD_MEMORY_GB)" in result["message"], result["message"]
+
+
+# 2 GiB of buffers on a small input: every child holds its own copy of the Model's parameters and buffers.
+LARGE_BUFFERS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.zeros(512, 1024, 1024))
+
+    def forward(self, x):
+        return x + self.table[0, 0, : x.shape[-1]]
+
+
+def get_inputs():
+    return [torch.rand(16, 1024)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_it_counts_the_models_parameters_in_each_child(tmp_path):
+    problem = tmp_path / "buffers.py"
+    problem.write_text(LARGE_BUFFERS)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problem), "--solution", str(HONEST_FILE),
+         "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "KERNELHUB_WORK_DIR": str(tmp_path / "work"), "KERNELHUB_CHILD_MEMORY_GB": "3"})
+    result = json.loads(proc.stdout)
+    # The solution's child would need its 2 GiB copy beside the process itself: over 3 GiB, refused before any
+    # trial, with the parameters named.
+    assert result["verdict"] == "runtime_error", result["message"]
+    message = result["message"]
+    assert "the solution's process needs" in message and "over its limit of 3.0 GiB" in message, message
+    assert "parameters 2.0 GiB in each process" in message, message
+    assert result["checks"]["memory_plan"]["before_trials"]["footprint"]["param_bytes"] == 2 << 30
+    assert "trials" not in result["stage_seconds"]

@@ -28,7 +28,7 @@ def get_init_inputs():
     return []
 """
 
-# A 1 GiB weight (parameters are each child's own, outside the plan's count) on a small input.
+# A 1 GiB weight (each child holds its own copy of the parameters) on a small input.
 LINEAR = """
 import torch
 import torch.nn as nn
@@ -63,14 +63,19 @@ def test_it_estimates_a_large_problem_without_allocating_it_and_plans_as_an_eval
     assert not small["fits"] and small["device_bytes"] > memory_plan.USABLE_SHARE * 40 * GiB
 
 
-def test_it_counts_the_parameters_apart(tmp_path):
+def test_it_counts_the_parameters_in_each_child(tmp_path):
     path = tmp_path / "2_Linear.py"
     path.write_text(LINEAR)
     sizes = kmp.estimate(path)
     assert sizes["param_bytes"] == GiB and sizes["input_bytes"] == 8 * 16384 * 4
     assert sizes["output_bytes"] == 8 * 16384 * 4 and sizes["peak_bytes"] < 16 << 20
     plan = kmp.plan_for(sizes, device_free=139 * GiB, host_free=120 * GiB)
-    assert plan["device_bytes_with_params"] == plan["device_bytes"] + 2 * GiB
+    without = kmp.plan_for({**sizes, "param_bytes": 0}, device_free=139 * GiB, host_free=120 * GiB)
+    assert plan["device_bytes"] == without["device_bytes"] + 2 * GiB  # the reference's copy and the solution's
+    assert plan["tensor_ratio_to_peak"] == without["tensor_ratio_to_peak"]
+    # Where the parameters leave no room, the plan refuses: 2 GiB of them in 5 GiB free.
+    assert not kmp.plan_for(sizes, device_free=5 * GiB, host_free=120 * GiB)["fits"]
+    assert kmp.plan_for({**sizes, "param_bytes": 0}, device_free=5 * GiB, host_free=120 * GiB)["fits"]
 
 
 def test_the_command_prints_a_row_per_problem_and_a_summary(tmp_path, capsys):
