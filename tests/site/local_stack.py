@@ -45,11 +45,14 @@ class LocalStack:
                 cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         return self
 
-    def log(self) -> str:
+    def log(self, tail: int | None = 6000) -> str:
+        """The stack's output: its last `tail` characters (for a failure's message), or all of it (tail=None, for
+        a line printed at its start, which the workers' banners soon push out of any tail)."""
         try:
-            return self.log_path.read_text(errors="replace")[-6000:]
+            text = self.log_path.read_text(errors="replace")
         except OSError:
             return ""
+        return text if tail is None else text[-tail:]
 
     def wait_ready(self) -> None:
         """The web server answers and the runner's Celery worker runs (every process of the stack started)."""
