@@ -190,10 +190,11 @@ def _write(fd: int, info: dict[str, Any]) -> None:
 
 
 def reserve(device_key: str, attempt: Callable[[Held], tuple[bool, int, int]], *, timeout_s: float,
-            label: str = "", settings: config.RunnerConfig | None = None) -> Reservation:
+            label: str = "", settings: config.RunnerConfig | None = None) -> Reservation | None:
     """Reserve what `attempt` plans beside the others. attempt(others) -> (fits, host_bytes, device_bytes): the
-    plan made from the free memory less `others`; called under the ledger's lock, again after each wait. The
-    caller has made sure the evaluation fits alone. Raises MemoryWaitTimeout after `timeout_s` seconds."""
+    plan made from the free memory less `others`; called under the ledger's lock, again after each wait. None
+    where it does not fit and no other evaluation holds anything (nothing to wait for: the memory went to something
+    else since the caller's plan alone). Raises MemoryWaitTimeout after `timeout_s` seconds."""
     folder = ledger_dir(settings)
     started = time.monotonic()
     in_the_way: list[dict[str, Any]] = []
@@ -211,6 +212,8 @@ def reserve(device_key: str, attempt: Callable[[Held], tuple[bool, int, int]], *
                 with _own_lock:
                     _own[str(path)] = fd
                 return r
+            if not others.holders:
+                return None
         if not in_the_way:
             in_the_way = list(others.holders)
             _log(f"memory: waiting for other evaluations on this host to end ({others.describe(device_key)})")

@@ -162,8 +162,11 @@ class Reference:
                                           label=f"problem {self.ctx.result.problem_hash[:12]}", settings=settings)
         except memory_ledger.MemoryWaitTimeout as e:
             raise EvaluatorError(str(e)) from None
-        self.ctx.reservation = r
         record = self.ctx.result.checks["memory_plan"]
+        if r is None:  # short of memory with nobody to wait for: refused with the figures, as a plan alone is
+            record["before_trials"] = plans[-1].record()
+            raise Verdict("runtime_error", plans[-1].message)
+        self.ctx.reservation = r
         record["reservation"] = r.record()
         if r.others.holders:
             record["before_trials"] = plans[-1].record()  # the plan beside the others is the one that counts

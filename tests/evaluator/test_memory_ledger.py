@@ -104,6 +104,14 @@ def test_it_waits_while_the_others_hold_what_it_needs(tmp_path):
     r.release()  # twice is harmless
 
 
+def test_it_does_not_wait_when_nobody_holds_what_it_lacks(tmp_path):
+    # The memory went to something outside the ledger since the plan alone: nothing to wait for.
+    started = time.monotonic()
+    assert memory_ledger.reserve("cpu", lambda others: (False, GiB, 0), timeout_s=60,
+                                 settings=RunnerConfig(cache_dir=tmp_path)) is None
+    assert time.monotonic() - started < 5 and _entries(tmp_path) == []
+
+
 def test_it_names_the_holders_when_it_gives_up(tmp_path):
     settings = RunnerConfig(cache_dir=tmp_path)
     holder = _holder(tmp_path, "cpu", 6 * GiB, 0, 60)
