@@ -183,7 +183,8 @@ def after_job(client: Any, *, device: str, worker: str, every_s: float) -> None:
         return
     _last_calibrated_at = time.monotonic()
     try:
-        with gpulock.held(device, phase="calibration"):
+        # A minute at most: a GPU that another job of the worker still uses is calibrated when next due instead.
+        with gpulock.held(device, phase="calibration", timeout=60):
             result = measure(device)
         store_for_evaluator(result)
         post(client, result, worker)

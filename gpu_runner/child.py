@@ -297,11 +297,26 @@ class Harness:
                 model = torch.compile(model)
         # Used as constructed, like KernelBench (which never calls eval()): a module in training mode stays in it.
         self.model = model.to(self.device) if hasattr(model, "to") else model
-        # What the Model's parameters and buffers hold: each child has its own copy, which the memory plan counts
-        # (the reference's figure; the solution's is its own word).
-        held = [*self.model.parameters(), *self.model.buffers()] if hasattr(self.model, "parameters") else []
-        info["param_bytes"] = sum(t.numel() * t.element_size() for t in held)
+        if self.role != "solution":
+            # What the Model's parameters and buffers hold: each child has its own copy, which the memory plan counts.
+            info["param_bytes"] = self._param_bytes(self.model)
         return {"info": info}
+
+    def _param_bytes(self, model) -> int:
+        """The bytes of the storages under a Module's parameters and buffers, each storage once (shared and
+        expanded tensors); lazy parameters (not yet materialised) count nothing. 0 where they cannot be read."""
+        torch = self.torch
+        try:
+            tensors = [*model.parameters(), *model.buffers()]
+            storages = {}
+            for t in tensors:
+                if torch.nn.parameter.is_lazy(t):
+                    continue
+                storage = t.untyped_storage()
+                storages[(storage.data_ptr(), t.device.type)] = storage.nbytes()
+            return sum(storages.values())
+        except Exception:  # noqa: BLE001 - a Model without the usual Module methods: the plan counts none
+            return 0
 
     def _import_solution(self, msg: dict):
         """The solution's module, its builds redirected to the parent already."""

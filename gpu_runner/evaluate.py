@@ -137,10 +137,12 @@ class _Run(Context):
         self.ref_thread: Background | None = None
 
     def cleanup(self) -> None:
-        escaped = self.close()
-        if self.reservation is not None:  # the children are gone, and their memory with them
-            self.reservation.release()
-            self.reservation = None
+        try:
+            escaped = self.close()
+        finally:
+            if self.reservation is not None:  # the children are gone, and their memory with them
+                self.reservation.release()
+                self.reservation = None
         if self.ref_thread is not None:
             self.ref_thread.join(swallow=True)  # its child is gone: it ends at once
         if escaped:

@@ -171,9 +171,11 @@ class Reservation:
             fd = _own.pop(str(self.path), None)
         if fd is None:
             return
-        with _ledger_locked(self.path.parent):
-            self.path.unlink(missing_ok=True)
-            os.close(fd)
+        try:
+            with _ledger_locked(self.path.parent):
+                self.path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)  # the flock goes with it: the entry counts no more, removed or not
 
     def record(self) -> dict[str, Any]:
         return {"host_bytes": self.host_bytes, "device_bytes": self.device_bytes, "waited_s": round(self.waited_s, 2),
@@ -212,7 +214,9 @@ def reserve(device_key: str, attempt: Callable[[Held], tuple[bool, int, int]], *
                 with _own_lock:
                     _own[str(path)] = fd
                 return r
-            if not others.holders:
+            # Nothing to wait for: nobody holds anything, or it would not fit even without them (the memory went
+            # elsewhere, or the others are on another GPU).
+            if not others.holders or not attempt(Held())[0]:
                 return None
         if not in_the_way:
             in_the_way = list(others.holders)

@@ -175,6 +175,12 @@ class Reference:
                   source: str) -> memory_plan.Plan:
         per_set = max(1, input_bytes + output_bytes)
         host, gpu = self.free_at_start
+        # The free memory was read with the reference's Model loaded, which the plan counts in its child: as if
+        # it were not.
+        if self.ctx.device == "cuda":
+            gpu = _less(gpu, -self.param_bytes)
+        else:
+            host = _less(host, -self.param_bytes)
         return memory_plan.plan(
             self.ctx.device, input_bytes=input_bytes, output_bytes=output_bytes, peak_bytes=peak_bytes, source=source,
             param_bytes=self.param_bytes, host=host, gpu=gpu,
@@ -384,7 +390,9 @@ class Reference:
 
 
 def _less(free: dict[str, Any], reserved: int) -> dict[str, Any]:
-    """A reading of free memory (memory_plan.host_free, device_free) less what other evaluations reserved."""
-    if free.get("free") is None or reserved <= 0:
+    """A reading of free memory (memory_plan.host_free, device_free) less what other evaluations reserved, or
+    (reserved < 0) with what this evaluation already holds and the plan counts given back."""
+    if free.get("free") is None or reserved == 0:
         return free
-    return {**free, "free": max(0, int(free["free"]) - reserved), "reserved_by_others": reserved}
+    key = "reserved_by_others" if reserved > 0 else "held_by_the_reference_model"
+    return {**free, "free": max(0, int(free["free"]) - reserved), key: abs(reserved)}

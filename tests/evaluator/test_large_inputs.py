@@ -105,3 +105,43 @@ def test_it_counts_the_models_parameters_in_each_child(tmp_path):
     assert "parameters 2.0 GiB in each process" in message, message
     assert result["checks"]["memory_plan"]["before_trials"]["footprint"]["param_bytes"] == 2 << 30
     assert "trials" not in result["stage_seconds"]
+
+
+# One weight used by two layers: the load counts it once.
+TIED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(1024, 1024, bias=False)
+        self.b = nn.Linear(1024, 1024, bias=False)
+        self.b.weight = self.a.weight
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+def get_inputs():
+    return [torch.rand(4, 1024)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_shared_parameter_is_counted_once(tmp_path):
+    problem = tmp_path / "tied.py"
+    problem.write_text(TIED)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problem), "--solution", str(HONEST_FILE),
+         "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "KERNELHUB_WORK_DIR": str(tmp_path / "work")})
+    result = json.loads(proc.stdout)
+    # Loaded and judged (this solution solves another problem), not an evaluator error at the load.
+    assert result["verdict"] in ("wrong_answer", "runtime_error", "compile_error"), result["message"]
+    assert "reference" not in result["message"], result["message"]
+    assert result["checks"]["memory_plan"]["before_trials"]["footprint"]["param_bytes"] == 1024 * 1024 * 4
