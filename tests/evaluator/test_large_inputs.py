@@ -16,9 +16,9 @@ HONEST_FILE = FIXTURES / "relu_scale_cpp.py"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _evaluate(tmp_path: Path, **env: str) -> tuple[dict, str]:
+def _evaluate(tmp_path: Path, problem: Path = LARGE, **env: str) -> tuple[dict, str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(LARGE), "--solution", str(HONEST_FILE),
+        [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problem), "--solution", str(HONEST_FILE),
          "--json"],
         cwd=ROOT, capture_output=True, text=True, timeout=2400,
         env={**os.environ, "KERNELHUB_WORK_DIR": str(tmp_path / "work"), **env})
@@ -92,11 +92,7 @@ def get_init_inputs():
 def test_it_counts_the_models_parameters_in_each_child(tmp_path):
     problem = tmp_path / "buffers.py"
     problem.write_text(LARGE_BUFFERS)
-    proc = subprocess.run(
-        [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problem), "--solution", str(HONEST_FILE),
-         "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "KERNELHUB_WORK_DIR": str(tmp_path / "work"), "KERNELHUB_CHILD_MEMORY_GB": "3"})
-    result = json.loads(proc.stdout)
+    result, _ = _evaluate(tmp_path, problem, KERNELHUB_CHILD_MEMORY_GB="3")
     # The solution's child would need its 2 GiB copy beside the process itself: over 3 GiB, refused before any
     # trial, with the parameters named.
     assert result["verdict"] == "runtime_error", result["message"]
@@ -136,11 +132,7 @@ def get_init_inputs():
 def test_a_shared_parameter_is_counted_once(tmp_path):
     problem = tmp_path / "tied.py"
     problem.write_text(TIED)
-    proc = subprocess.run(
-        [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(problem), "--solution", str(HONEST_FILE),
-         "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "KERNELHUB_WORK_DIR": str(tmp_path / "work")})
-    result = json.loads(proc.stdout)
+    result, _ = _evaluate(tmp_path, problem)
     # Loaded and judged (this solution solves another problem), not an evaluator error at the load.
     assert result["verdict"] in ("wrong_answer", "runtime_error", "compile_error"), result["message"]
     assert "reference" not in result["message"], result["message"]
