@@ -263,7 +263,8 @@ def _machine() -> dict[str, Any]:
                             "cpus": os.cpu_count(), "torch": torch.__version__, "torch_cuda": torch.version.cuda,
                             "cuda_available": torch.cuda.is_available(), "gpu": None,
                             "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST")}
-    try:  # the driver's name, without a CUDA context in this process; torch's own name comes with each kernel
+    try:  # the driver's name and version (KernelBench's import has made a CUDA context here already; torch's own
+        # name of the GPU comes with each kernel)
         smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=30)
         info["nvidia_smi"] = smi.stdout.strip() or None
@@ -394,6 +395,12 @@ def build_phase(kernels: list[Kernel], work: Path, args: argparse.Namespace, dea
     try:
         answers, cut = batch_compile([(k.problem, k.sample) for k in kernels], config), False
     except DeadlineReached:
+        answers, cut = None, True
+    except UnboundLocalError:
+        # batch_compile's handler of the interrupt terminates its pool, which the deadline may reach before the
+        # pool exists: that too is the deadline's cut, not a failure of the builds
+        if deadline is None or time.monotonic() < deadline:
+            raise
         answers, cut = None, True
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
