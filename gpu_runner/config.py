@@ -113,9 +113,10 @@ SETTINGS: dict[str, Setting] = {
                                "a CPU-track child's address-space limit, GiB (trusted children get 1.5x)"),
     "output_ipc": Setting("KERNELHUB_OUTPUT_IPC", _choice(*OUTPUT_IPC_MODES, why=(
         "use 0 (outputs through files), 1 (a slot of device memory for the solution's outputs) or capability "
-        "(slots for both children's)")), "1",
-        "how outputs come back on a GPU: 0 files; 1 a device-memory slot for the solution's (legacy handle); "
-        "capability slots for both children's (not yet run on a GPU)"),
+        "(slots for both children's)")), "capability",
+        "how outputs come back on a GPU: capability (the default) device-memory slots for both children's, each "
+        "reachable only through a descriptor passed to that child; 1 a slot for the solution's alone (legacy "
+        "handle; the reference's through files); 0 files"),
     "timing_budget_s": Setting("KERNELHUB_TIMING_BUDGET_S", _number(positive=True), None,
                                "seconds of timed calls per side (default 10 on a GPU, 3 on a CPU)"),
     "max_reps": Setting("KERNELHUB_MAX_REPS", _integer(least=1), 2000, "the most timed calls per side"),
@@ -177,7 +178,7 @@ class RunnerConfig:
     load_timeout_s: float = 300.0
     child_wall_s: float = 900.0
     child_memory_gb: float = 8.0
-    output_ipc: str = "1"
+    output_ipc: str = "capability"
     timing_budget_s: float | None = None
     max_reps: int = 2000
     run_calls: int | None = None

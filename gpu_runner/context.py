@@ -143,8 +143,8 @@ class Context:
 
     # ----- device memory lent for outputs (ipc.py) -----
     def ipc_mode(self) -> str:
-        """KERNELHUB_OUTPUT_IPC: `0` files only; `1` (the default) a legacy-handle slot for the solution's outputs;
-        `capability` capability slots (ipc.CapabilitySlot) for the solution's and the reference's."""
+        """KERNELHUB_OUTPUT_IPC: `capability` (the default) capability slots (ipc.CapabilitySlot) for the solution's
+        and the reference's outputs; `1` a legacy-handle slot for the solution's alone; `0` files only."""
         return self.settings.output_ipc
 
     def ipc_on(self) -> bool:
