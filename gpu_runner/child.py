@@ -185,6 +185,11 @@ class Harness:
                 if handler is None:
                     raise HarnessError("internal", f"unknown op {op!r}")
                 reply = handler(msg) or {}
+                if msg.get("quiesce") and self.device != "cpu":
+                    # The parent stops this process once it has the reply (another evaluation may time on this GPU
+                    # next): every kernel it queued, on any stream, has ended first. One that never ends holds the
+                    # reply back until the request's deadline, and the process is killed with it.
+                    self.cuda_sync()
                 reply["ok"] = True
             except HarnessError as e:
                 reply = {"ok": False, "kind": e.kind, "message": e.message, "rule": e.rule}

@@ -160,8 +160,11 @@ SETTINGS: dict[str, Setting] = {
     "visibility_timeout_s": Setting("KERNELHUB_VISIBILITY_TIMEOUT_S", _integer(least=1), 3 * 3600,
                                     "seconds before the broker hands an unacknowledged job out again"),
     "gpu_jobs": Setting("KERNELHUB_GPU_JOBS", _integer(least=1), 1,
-                        "jobs a GPU runner takes at once per GPU (more than 1 only for a pool whose submitters "
-                        "trust each other: docs/RUNNERS.md)"),
+                        "jobs a GPU runner takes at once per GPU (docs/RUNNERS.md, \"Several jobs per GPU\")"),
+    "pause_solution": Setting("KERNELHUB_PAUSE_SOLUTION", _choice("auto", "1", "0", why=(
+        "use auto (on where a GPU's worker takes more than one job), 1 or 0")), "auto",
+        "stop the solution's process between its requests, its device work finished first, and run its requests "
+        "under the device lock (auto: where KERNELHUB_GPU_JOBS is above 1 on a GPU; docs/RUNNERS.md)"),
     "prestart": Setting("KERNELHUB_PRESTART", _flag, True, "pre-start the next evaluation's processes"),
     "calibrate_every_s": Setting("KERNELHUB_CALIBRATE_EVERY_S", _number(), 6 * 3600.0,
                                  "seconds between calibrations between jobs (0 or less: never)"),
@@ -203,6 +206,7 @@ class RunnerConfig:
     time_limit_s: int | None = None
     visibility_timeout_s: int = 3 * 3600
     gpu_jobs: int = 1
+    pause_solution: str = "auto"
     prestart: bool = True
     calibrate_every_s: float = 6 * 3600.0
     ane_chip: str = ""
@@ -243,6 +247,14 @@ class RunnerConfig:
         core each, most of its time on one), so that the other half is left to the evaluations' own processes;
         at least one."""
         return self.build_slots if self.build_slots is not None else max(1, (os.cpu_count() or 1) // 2)
+
+    def pauses_solution(self, device: str) -> bool:
+        """Whether an evaluation on `device` keeps its solution's process stopped outside its requests
+        (KERNELHUB_PAUSE_SOLUTION): by default where a GPU's worker takes several jobs, so that nothing of one
+        solution runs while another evaluation times on that GPU."""
+        if self.pause_solution == "auto":
+            return device == "cuda" and self.gpu_jobs > 1
+        return self.pause_solution == "1"
 
 
 def setting(name: str, env: Mapping[str, str] | None = None) -> Any:

@@ -41,6 +41,11 @@ class Context:
         # What the memory plan reserved in the host's ledger (memory_ledger.py), released when the run is closed.
         self.reservation: Any = None
         self.child_versions: dict[str, Any] = {}  # the solution's child's versions of torch & co, once it loaded
+        # KERNELHUB_PAUSE_SOLUTION: the solution's child runs only inside its requests and this evaluation's timed
+        # phases (solution_turn); the device lock's holds of each thread, and the exclusive ones of any thread.
+        self.pause_solution = self.settings.pauses_solution(device)
+        self._thread_holds = threading.local()
+        self._exclusive_holds = 0
         self.trials_passed = False
         # A CUDA Agent workdir (gpu_runner/workdir.py): its model_new.py is the solution file the child imports,
         # its sources are built by the parent from this copy.
@@ -81,13 +86,26 @@ class Context:
         """Hold the host-wide lock of this device (gpulock.py): exclusive while `phase` times, shared while it
         uses the device without timing; the wait is recorded, and counts against no child's deadline."""
         holds: list[gpulock.Hold] = []
+        depth = getattr(self._thread_holds, "depth", 0)
         try:
             with gpulock.held(self.device, phase=phase, shared=shared,
                               timeout=self.settings.gpu_lock_timeout_s) as hold:
                 holds.append(hold)
                 for s in self.sessions:
                     s.lock_wait_s += hold.waited_s
-                yield
+                self._thread_holds.depth = depth + 1
+                if not shared:
+                    self._exclusive_holds += 1
+                    for s in self._paused_sessions():
+                        s.resume()  # this evaluation's timed phase: nobody else's runs now
+                try:
+                    yield
+                finally:
+                    self._thread_holds.depth = depth
+                    if not shared:
+                        self._exclusive_holds -= 1
+                        if not self._exclusive_holds:
+                            self._pause_after_exclusive()
         except gpulock.GpuLockTimeout as e:
             raise EvaluatorError(str(e)) from None
         finally:
@@ -95,6 +113,51 @@ class Context:
                 self.result.checks.setdefault("device_lock", []).append({
                     "phase": phase, "device": h.device, "shared": h.shared, "waited_s": round(h.waited_s, 3),
                     "held_from": round(h.acquired_at, 4), "held_until": round(h.released_at or 0.0, 4)})
+
+    # ----- the solution paused between its requests (KERNELHUB_PAUSE_SOLUTION) -----
+    def _paused_sessions(self) -> list[Session]:
+        return [s for s in self.sessions if s.turn is not None]
+
+    @contextlib.contextmanager
+    def solution_turn(self, s: Session, op: str) -> Iterator[dict[str, Any]]:
+        """What a request to the solution's child runs inside where it is paused between requests: the device lock
+        (shared, unless this thread holds it already), the child continued for the request and stopped after it,
+        its device work finished first (`quiesce`). Inside this evaluation's own timed phase (an exclusive hold)
+        the child runs throughout, as without pausing: nobody else's evaluation runs on the device then, and a
+        stop and continue between timed requests would fall in the clock audit's figures. So no code of the
+        solution runs while another evaluation holds the device alone, and none of its kernels is left running
+        when it is stopped: beside other evaluations (KERNELHUB_GPU_JOBS above 1), nothing it starts at import
+        or leaves behind can slow another solution's timed calls."""
+        if self._exclusive_holds:
+            yield {}
+            return
+        hold = (self.device_lock(f"solution {op}", shared=True) if not getattr(self._thread_holds, "depth", 0)
+                else contextlib.nullcontext())
+        with hold:
+            s.resume()
+            try:
+                yield {"quiesce": True}
+            finally:
+                s.pause()
+
+    def _pause_after_exclusive(self) -> None:
+        """The end of this evaluation's timed phase, the device still held alone: the solution's device work
+        finished (a request of its own, outside solution_turn: this thread holds the lock), then it is stopped. A
+        solution that cannot finish it in a request's time gets the verdict, unless one is already on its way."""
+        in_flight = sys.exc_info()[1]
+        for s in self._paused_sessions():
+            if s.paused or not s.child.alive():
+                continue
+            turn, s.turn = s.turn, None
+            try:
+                untrusted(s, "ping", "finishing its device work after its timed calls", quiesce=True)
+            except Exception as e:
+                if in_flight is None:
+                    raise
+                log(f"the solution's process did not finish its device work after its timed calls: {e}")
+            finally:
+                s.turn = turn
+                s.pause()
 
     # ----- the children -----
     def limits(self, role: str, *, gpu: bool = True) -> Any:
@@ -110,6 +173,8 @@ class Context:
         else:
             s.begin(on_build, self.settings)
         self.result.checks.setdefault("prestarted", {})[role] = s.prestarted
+        if role == "solution" and self.pause_solution:
+            s.turn = self.solution_turn
         self.sessions.append(s)
         self.all_sessions.append(s)
         (s.workdir / "problem.py").write_text(self.problem_source)
@@ -118,6 +183,8 @@ class Context:
         return s
 
     def stop(self, s: Session) -> None:
+        if s.turn is not None:
+            self.result.checks["solution_paused"] = {"pauses": s.pauses}
         s.close()
         self.sessions.remove(s)
 

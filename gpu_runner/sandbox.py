@@ -359,16 +359,28 @@ def stopped(child: Child) -> Iterator[None]:
     thread, a forked helper) can load the host while the parent measures something else. Its process group, and
     each of its descendants by pid (a process can leave the group with setpgid or setsid). Work it queued on a
     GPU before it was stopped still runs (docs/ANTICHEAT.md, known gaps)."""
+    pids = pause(child)
+    try:
+        yield
+    finally:
+        resume(child, pids)
+
+
+def pause(child: Child) -> list[int]:
+    """Stop the child (SIGSTOP): its process group and each of its descendants. Returns the descendants' pids, for
+    resume(). Work it queued on a GPU before it was stopped still runs: finish that first (child.py's quiesce)."""
     pids: list[int] = []
     try:
         pids = [p.pid for p in psutil.Process(child.proc.pid).children(recursive=True)]
     except psutil.Error:
         pass
     _signal_all(child, pids, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        _signal_all(child, pids, signal.SIGCONT)
+    return pids
+
+
+def resume(child: Child, pids: list[int]) -> None:
+    """Continue what pause() stopped."""
+    _signal_all(child, pids, signal.SIGCONT)
 
 
 def _signal_all(child: Child, pids: list[int], sig: int) -> None:

@@ -9,6 +9,7 @@ import os
 import stat
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,11 @@ class Session:
         self.slot: ipc.Slot | None = None  # device memory lent to the child for its outputs (lend_slot)
         self.lent = False  # the child mapped it: its saves may be markers
         self.pending_fds: list[int] = []  # a capability slot's descriptor, sent right after the next request
+        # Where the solution is paused between its requests (context.py, KERNELHUB_PAUSE_SOLUTION): what each
+        # request runs inside (the device lock, the child continued, then stopped), and the extra fields it sends.
+        self.turn: Callable[[Session, str], AbstractContextManager[dict[str, Any]]] | None = None
+        self._paused: list[int] | None = None  # the descendants stopped with the child, while it is stopped
+        self.pauses = 0
 
     def begin(self, on_build: Callable[[Any], dict[str, Any]] | None,
               settings: config.RunnerConfig | None = None) -> None:
@@ -85,7 +91,10 @@ class Session:
     def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
         t0, built = time.monotonic(), self.build_seconds
         try:
-            return self._request(op, timeout=timeout, **fields)
+            if self.turn is None:
+                return self._request(op, timeout=timeout, **fields)
+            with self.turn(self, op) as extra:
+                return self._request(op, timeout=timeout, **fields, **extra)
         finally:
             entry = self.op_seconds.setdefault(op, [0, 0.0])
             entry[0] += 1
@@ -130,6 +139,21 @@ class Session:
                 rule = msg.get("rule") if isinstance(msg.get("rule"), str) else None
                 raise ChildFailed(kind, str(msg.get("message", ""))[:4000], rule)
             return msg
+
+    def pause(self) -> None:
+        """Stop the child and its descendants (sandbox.pause) until resume(); nothing where it is stopped or gone."""
+        if self._paused is None and self.child.alive():
+            self._paused = sandbox.pause(self.child)
+            self.pauses += 1
+
+    def resume(self) -> None:
+        if self._paused is not None:
+            pids, self._paused = self._paused, None
+            sandbox.resume(self.child, pids)
+
+    @property
+    def paused(self) -> bool:
+        return self._paused is not None
 
     def tensors(self, name: Any, *, trusted: bool = False) -> list[Any]:
         """The tensors the child saved as `name`: copied out of the lent slot where the file is its marker
