@@ -45,7 +45,7 @@ class Context:
         # phases (solution_turn); the device lock's holds of each thread, and the exclusive ones of any thread.
         self.pause_solution = self.settings.pauses_solution(device)
         self._thread_holds = threading.local()
-        self._exclusive_holds = 0
+        self._solution_running = 0  # timed phases of the solution under way (device_lock's solution_runs)
         self.trials_passed = False
         # A CUDA Agent workdir (gpu_runner/workdir.py): its model_new.py is the solution file the child imports,
         # its sources are built by the parent from this copy.
@@ -82,11 +82,14 @@ class Context:
             spent[name] = round(spent.get(name, 0.0) + time.monotonic() - t0, 3)
 
     @contextlib.contextmanager
-    def device_lock(self, phase: str, *, shared: bool = False) -> Iterator[None]:
+    def device_lock(self, phase: str, *, shared: bool = False, solution_runs: bool = False) -> Iterator[None]:
         """Hold the host-wide lock of this device (gpulock.py): exclusive while `phase` times, shared while it
-        uses the device without timing; the wait is recorded, and counts against no child's deadline."""
+        uses the device without timing; the wait is recorded, and counts against no child's deadline.
+        solution_runs: an exclusive phase that times the solution, in which a solution paused between its requests
+        (solution_turn) runs throughout."""
         holds: list[gpulock.Hold] = []
         depth = getattr(self._thread_holds, "depth", 0)
+        running = solution_runs and not shared
         try:
             with gpulock.held(self.device, phase=phase, shared=shared,
                               timeout=self.settings.gpu_lock_timeout_s) as hold:
@@ -94,18 +97,22 @@ class Context:
                 for s in self.sessions:
                     s.lock_wait_s += hold.waited_s
                 self._thread_holds.depth = depth + 1
-                if not shared:
-                    self._exclusive_holds += 1
+                if running:
+                    self._solution_running += 1
                     for s in self._paused_sessions():
                         s.resume()  # this evaluation's timed phase: nobody else's runs now
+                error: BaseException | None = None
                 try:
                     yield
+                except BaseException as e:
+                    error = e
+                    raise
                 finally:
                     self._thread_holds.depth = depth
-                    if not shared:
-                        self._exclusive_holds -= 1
-                        if not self._exclusive_holds:
-                            self._pause_after_exclusive()
+                    if running:
+                        self._solution_running -= 1
+                        if not self._solution_running:
+                            self._pause_after_timed_phase(error)
         except gpulock.GpuLockTimeout as e:
             raise EvaluatorError(str(e)) from None
         finally:
@@ -122,13 +129,14 @@ class Context:
     def solution_turn(self, s: Session, op: str) -> Iterator[dict[str, Any]]:
         """What a request to the solution's child runs inside where it is paused between requests: the device lock
         (shared, unless this thread holds it already), the child continued for the request and stopped after it,
-        its device work finished first (`quiesce`). Inside this evaluation's own timed phase (an exclusive hold)
-        the child runs throughout, as without pausing: nobody else's evaluation runs on the device then, and a
-        stop and continue between timed requests would fall in the clock audit's figures. So no code of the
-        solution runs while another evaluation holds the device alone, and none of its kernels is left running
-        when it is stopped: beside other evaluations (KERNELHUB_GPU_JOBS above 1), nothing it starts at import
-        or leaves behind can slow another solution's timed calls."""
-        if self._exclusive_holds:
+        its device work finished first (`quiesce`) and the stop seen in every thread before the lock is let go.
+        Inside this evaluation's own timed phase (device_lock with solution_runs) the child runs throughout, as
+        without pausing: nobody else's evaluation runs on the device then, and a stop and continue between timed
+        requests would fall in the clock audit's figures. So no code of the solution runs while another evaluation
+        holds the device alone, and no kernel it queued before its reply is left running: beside other evaluations
+        (KERNELHUB_GPU_JOBS above 1), what it starts at import or leaves behind cannot slow another solution's timed
+        calls (one gap: docs/RUNNERS.md)."""
+        if self._solution_running:
             yield {}
             return
         hold = (self.device_lock(f"solution {op}", shared=True) if not getattr(self._thread_holds, "depth", 0)
@@ -138,26 +146,27 @@ class Context:
             try:
                 yield {"quiesce": True}
             finally:
-                s.pause()
+                self._pause(s)
 
-    def _pause_after_exclusive(self) -> None:
+    def _pause(self, s: Session) -> None:
+        s.pause()
+        self.result.checks["solution_paused"] = {"pauses": s.pauses}
+
+    def _pause_after_timed_phase(self, error: BaseException | None) -> None:
         """The end of this evaluation's timed phase, the device still held alone: the solution's device work
         finished (a request of its own, outside solution_turn: this thread holds the lock), then it is stopped. A
-        solution that cannot finish it in a request's time gets the verdict, unless one is already on its way."""
-        in_flight = sys.exc_info()[1]
+        solution that cannot finish it in a request's time gets the verdict. Where the phase ended in an error
+        (a verdict on its way, or a request that timed out with the child still busy) it is stopped at once."""
         for s in self._paused_sessions():
             if s.paused or not s.child.alive():
                 continue
             turn, s.turn = s.turn, None
             try:
-                untrusted(s, "ping", "finishing its device work after its timed calls", quiesce=True)
-            except Exception as e:
-                if in_flight is None:
-                    raise
-                log(f"the solution's process did not finish its device work after its timed calls: {e}")
+                if error is None:
+                    untrusted(s, "ping", "its device work after its timed calls", quiesce=True)
             finally:
                 s.turn = turn
-                s.pause()
+                self._pause(s)
 
     # ----- the children -----
     def limits(self, role: str, *, gpu: bool = True) -> Any:
@@ -173,7 +182,7 @@ class Context:
         else:
             s.begin(on_build, self.settings)
         self.result.checks.setdefault("prestarted", {})[role] = s.prestarted
-        if role == "solution" and self.pause_solution:
+        if role == "solution" and self.pause_solution and gpu:  # (a build slot's child has no GPU to share)
             s.turn = self.solution_turn
         self.sessions.append(s)
         self.all_sessions.append(s)
@@ -183,8 +192,6 @@ class Context:
         return s
 
     def stop(self, s: Session) -> None:
-        if s.turn is not None:
-            self.result.checks["solution_paused"] = {"pauses": s.pauses}
         s.close()
         self.sessions.remove(s)
 

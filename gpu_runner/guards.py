@@ -70,7 +70,8 @@ ALLOWED_ATEN_OPS = frozenset(
 _WATCHED_ATTRS: list[tuple[str, str]] = [
     ("time", "perf_counter"), ("time", "perf_counter_ns"), ("time", "monotonic"), ("time", "monotonic_ns"),
     ("time", "time"), ("time", "time_ns"), ("time", "process_time"), ("time", "sleep"),
-    ("torch", "cuda"), ("torch.cuda", "synchronize"), ("torch.cuda", "Event"), ("torch.cuda", "Stream"),
+    ("torch", "cuda"), ("torch.cuda", "synchronize"), ("torch._C", "_cuda_synchronize"), ("torch.cuda", "Event"),
+    ("torch.cuda", "Stream"),
     ("torch.cuda", "current_stream"), ("torch.cuda", "default_stream"), ("torch.cuda", "stream"),
     ("torch.cuda", "set_stream"), ("torch.cuda", "is_available"), ("torch.cuda.Event", "record"),
     ("torch.cuda.Event", "elapsed_time"), ("torch.cuda.Event", "synchronize"), ("torch.cuda.Event", "query"),

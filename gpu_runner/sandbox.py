@@ -369,13 +369,29 @@ def stopped(child: Child) -> Iterator[None]:
 def pause(child: Child) -> list[int]:
     """Stop the child (SIGSTOP): its process group and each of its descendants. Returns the descendants' pids, for
     resume(). Work it queued on a GPU before it was stopped still runs: finish that first (child.py's quiesce)."""
-    pids: list[int] = []
-    try:
-        pids = [p.pid for p in psutil.Process(child.proc.pid).children(recursive=True)]
-    except psutil.Error:
-        pass
+    # Its descendants now, and those seen before (one that left the group by setsid is still followed).
+    _remember_descendants(child)
+    pids = [pid for pid, p in child.descendants.items() if p.is_running()]
     _signal_all(child, pids, signal.SIGSTOP)
     return pids
+
+
+def all_stopped(child: Child, pids: list[int]) -> bool:
+    """Whether every thread of the child's process group's leader and of `pids` is stopped now (a signal is
+    delivered a moment after it is sent); a process already gone counts as stopped."""
+    for pid in [child.proc.pid, *pids]:
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in ("T", "t", "Z", "X"):
+                return False
+    return True
 
 
 def resume(child: Child, pids: list[int]) -> None:

@@ -68,7 +68,8 @@ class Session:
         self.build_seconds = 0.0
         self.prestarted = False  # set by gpu_runner/warm.py for a child started before its job
         self.lock_wait_s = 0.0  # spent by the parent waiting for the host's GPU lock: not the child's time
-        # Per op: [requests, seconds by the parent's clock, build time excluded]: where an evaluation's time goes.
+        # Per op: [requests, seconds by the parent's clock, build time and waits for the device lock excluded]:
+        # where an evaluation's time goes.
         self.op_seconds: dict[str, list[float]] = {}
         self.slot: ipc.Slot | None = None  # device memory lent to the child for its outputs (lend_slot)
         self.lent = False  # the child mapped it: its saves may be markers
@@ -89,7 +90,7 @@ class Session:
         self.started = time.monotonic()
 
     def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
-        t0, built = time.monotonic(), self.build_seconds
+        t0, built, waited = time.monotonic(), self.build_seconds, self.lock_wait_s
         try:
             if self.turn is None:
                 return self._request(op, timeout=timeout, **fields)
@@ -98,7 +99,7 @@ class Session:
         finally:
             entry = self.op_seconds.setdefault(op, [0, 0.0])
             entry[0] += 1
-            entry[1] += time.monotonic() - t0 - (self.build_seconds - built)
+            entry[1] += time.monotonic() - t0 - (self.build_seconds - built) - (self.lock_wait_s - waited)
 
     def _request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
         channel = self.child.channel
@@ -140,11 +141,15 @@ class Session:
                 raise ChildFailed(kind, str(msg.get("message", ""))[:4000], rule)
             return msg
 
-    def pause(self) -> None:
-        """Stop the child and its descendants (sandbox.pause) until resume(); nothing where it is stopped or gone."""
+    def pause(self, wait_s: float = 2.0) -> None:
+        """Stop the child and its descendants (sandbox.pause) until resume(), and wait up to wait_s until every
+        thread of them is seen stopped; nothing where it is stopped or gone."""
         if self._paused is None and self.child.alive():
             self._paused = sandbox.pause(self.child)
             self.pauses += 1
+            until = time.monotonic() + wait_s
+            while not sandbox.all_stopped(self.child, self._paused) and time.monotonic() < until:
+                time.sleep(0.001)
 
     def resume(self) -> None:
         if self._paused is not None:

@@ -168,7 +168,7 @@ def _time_solution_planned(ctx: Context, ref: Reference, sol: Session, tails: Ta
                     reply.get("phases_us"))
 
     try:
-        with ctx.device_lock("solution"):
+        with ctx.device_lock("solution", solution_runs=True):
             allowance = tails.allowance(sol)
             t = timing.run_timing(UntrustedTiming(sol, ctx.settings), device=ctx.device, n_sets=ref.n_sets,
                                   check_batch=check_batch, perturbable=ref.perturbable,
@@ -220,7 +220,7 @@ def kernel_time(ctx: Context, ref: Reference, sol: Session, bandwidth: float | N
     assert rs is not None
     seed = random.SystemRandom().randrange(1 << 31)
     where = "the profiled calls (kernel time)"
-    with ctx.device_lock("kernel time"):
+    with ctx.device_lock("kernel time", solution_runs=True):
         reply = untrusted(sol, "profile", where, seed=seed, file="profiled.pt",
                           calls=KERNEL_TIME_CALLS, warmup=KERNEL_TIME_WARMUP)
     structure_problems(reply, where)
