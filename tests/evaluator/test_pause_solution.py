@@ -12,11 +12,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+import torch
 
 from gpu_runner import config
 from gpu_runner.protocol import ChannelTimeout
 from gpu_runner.session import Session, limits
-from tests.evaluator.helpers import HONEST, PROBLEM
+from tests.evaluator.helpers import FIXTURES, HONEST, PROBLEM
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,12 +67,20 @@ def test_it_is_on_by_default_only_where_a_gpu_takes_several_jobs():
         config.RunnerConfig.from_env({"KERNELHUB_PAUSE_SOLUTION": "sometimes"})
 
 
+ON_GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")]
+
+
 @pytest.mark.slow
-def test_two_evaluations_that_pause_their_solutions_are_accepted_and_keep_out_of_each_others_timing(tmp_path):
+@pytest.mark.parametrize("device, solution", [
+    ("cpu", HONEST),
+    pytest.param("cuda", (FIXTURES / "relu_scale_cuda.py").read_text(), marks=ON_GPU),
+])
+def test_two_evaluations_that_pause_their_solutions_are_accepted_and_keep_out_of_each_others_timing(
+        tmp_path, device, solution):
     (tmp_path / "problem.py").write_text(PROBLEM)
-    (tmp_path / "solution.py").write_text(HONEST)
+    (tmp_path / "solution.py").write_text(solution)
     cmd = [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(tmp_path / "problem.py"),
-           "--solution", str(tmp_path / "solution.py"), "--device", "cpu", "--json"]
+           "--solution", str(tmp_path / "solution.py"), "--device", device, "--json"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERNELHUB_PAUSE_SOLUTION": "1"}
     procs = [subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
