@@ -1,7 +1,13 @@
 """Fixture sources shared by the evaluator tests."""
 
+import json
+import os
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -33,3 +39,38 @@ def processes_with(text: str) -> list[psutil.Process]:
         except psutil.Error:
             pass
     return found
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def evaluations_at_once(tmp_path: Path, solution: str, *, device: str | None = None, n: int = 2,
+                        env: dict[str, str] | None = None, stagger_s: float = 0.0,
+                        timeout: float = 900) -> list[dict[str, Any]]:
+    """n command-line evaluations of PROBLEM with `solution`, started together (stagger_s apart), each exiting 0:
+    their results, in the order started."""
+    (tmp_path / "problem.py").write_text(PROBLEM)
+    (tmp_path / "solution.py").write_text(solution)
+    cmd = [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(tmp_path / "problem.py"),
+           "--solution", str(tmp_path / "solution.py"), "--json"] + (["--device", device] if device else [])
+    full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+    procs = []
+    for _ in range(n):
+        procs.append(subprocess.Popen(cmd, cwd=REPO_ROOT, env=full_env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+        time.sleep(stagger_s)
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, err[-3000:]
+        results.append(json.loads(out))
+    return results
+
+
+def assert_no_timed_overlap(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """No hold of the device lock of one evaluation overlaps an exclusive (timed) hold of the other."""
+    for a in first["checks"]["device_lock"]:
+        for b in second["checks"]["device_lock"]:
+            if a["shared"] and b["shared"]:
+                continue
+            assert a["held_until"] <= b["held_from"] or b["held_until"] <= a["held_from"], (a, b)

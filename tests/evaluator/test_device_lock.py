@@ -3,7 +3,6 @@ share it, across processes; a clear message when it is held too long; and two ev
 never run anything beside each other's timed phases, and are both accepted."""
 
 import fcntl
-import json
 import os
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 import torch
 
 from gpu_runner import gpulock, sandbox
-from tests.evaluator.helpers import FIXTURES, HONEST, PROBLEM
+from tests.evaluator.helpers import FIXTURES, HONEST, assert_no_timed_overlap, evaluations_at_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,19 +132,8 @@ ON_GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), re
     pytest.param("cuda", (FIXTURES / "relu_scale_cuda.py").read_text(), marks=ON_GPU),
 ])
 def test_two_evaluations_at_once_time_one_after_the_other_and_are_both_accepted(tmp_path, device, solution):
-    (tmp_path / "problem.py").write_text(PROBLEM)
-    (tmp_path / "solution.py").write_text(solution)
-    cmd = [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(tmp_path / "problem.py"),
-           "--solution", str(tmp_path / "solution.py"), "--device", device, "--json"]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     # Started together, so one's timed phase meets the other's reference trials, trials or timing.
-    procs = [subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(2)]
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=900)
-        assert proc.returncode == 0, err[-3000:]
-        results.append(json.loads(out))
+    results = evaluations_at_once(tmp_path, solution, device=device)
     for r in results:
         assert r["verdict"] == "accepted", r["message"]
         if sandbox.unshare_works() and os.geteuid() == 0:  # and on the GPU: CUDA works under the child's uid
@@ -155,9 +143,4 @@ def test_two_evaluations_at_once_time_one_after_the_other_and_are_both_accepted(
         assert {("solution", False), ("trials", True), ("reference trials", True)} <= phases, phases
         assert all(h["device"] == gpulock.device_key(device) for h in r["checks"]["device_lock"])
     # No timed (exclusive) hold of one evaluation overlaps any hold of the other; shared ones may overlap.
-    first, second = (r["checks"]["device_lock"] for r in results)
-    for a in first:
-        for b in second:
-            if a["shared"] and b["shared"]:
-                continue
-            assert a["held_until"] <= b["held_from"] or b["held_until"] <= a["held_from"], (a, b)
+    assert_no_timed_overlap(*results)

@@ -16,7 +16,7 @@ import pytest
 
 from gpu_runner import memory_ledger, worker
 from gpu_runner.config import RunnerConfig
-from tests.evaluator.helpers import HONEST, PROBLEM
+from tests.evaluator.helpers import HONEST, evaluations_at_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
@@ -132,22 +132,9 @@ def test_it_names_the_holders_when_it_gives_up(tmp_path):
 def test_two_evaluations_that_fit_one_at_a_time_run_one_after_the_other(tmp_path):
     """The small problem's plan needs about 1.1 GiB of host memory (two children's resident sets); with 1.5 GiB
     counted as free, one fits and two do not: the second waits for the first, and both are accepted."""
-    (tmp_path / "problem.py").write_text(PROBLEM)
-    (tmp_path / "solution.py").write_text(HONEST)
-    cmd = [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(tmp_path / "problem.py"),
-           "--solution", str(tmp_path / "solution.py"), "--json"]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERNELHUB_CACHE_DIR": str(tmp_path / "cache"),
-           "KERNELHUB_HOST_MEMORY_GB": "1.5"}
-    procs = []
-    for _ in range(2):
-        procs.append(subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
-        time.sleep(0.5)
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=850)
-        assert proc.returncode == 0, err[-3000:]
-        results.append(json.loads(out))
+    results = evaluations_at_once(
+        tmp_path, HONEST, stagger_s=0.5, timeout=850,
+        env={"KERNELHUB_CACHE_DIR": str(tmp_path / "cache"), "KERNELHUB_HOST_MEMORY_GB": "1.5"})
     for r in results:
         assert r["verdict"] == "accepted", r["message"]
     first, second = sorted(results, key=lambda r: r["checks"]["memory_plan"]["reservation"]["waited_s"])

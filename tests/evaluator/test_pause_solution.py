@@ -3,10 +3,6 @@ a GPU's worker takes several jobs, nothing of one solution may run while another
 A stopped child answers nothing until it is continued; each of its requests runs under the device lock; two
 evaluations at once, both pausing their solutions, are accepted and never overlap a timed phase of the other."""
 
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +13,7 @@ import torch
 from gpu_runner import config
 from gpu_runner.protocol import ChannelTimeout
 from gpu_runner.session import Session, limits
-from tests.evaluator.helpers import FIXTURES, HONEST, PROBLEM
+from tests.evaluator.helpers import FIXTURES, HONEST, assert_no_timed_overlap, evaluations_at_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,18 +73,7 @@ ON_GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), re
 ])
 def test_two_evaluations_that_pause_their_solutions_are_accepted_and_keep_out_of_each_others_timing(
         tmp_path, device, solution):
-    (tmp_path / "problem.py").write_text(PROBLEM)
-    (tmp_path / "solution.py").write_text(solution)
-    cmd = [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(tmp_path / "problem.py"),
-           "--solution", str(tmp_path / "solution.py"), "--device", device, "--json"]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERNELHUB_PAUSE_SOLUTION": "1"}
-    procs = [subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(2)]
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=900)
-        assert proc.returncode == 0, err[-3000:]
-        results.append(json.loads(out))
+    results = evaluations_at_once(tmp_path, solution, device=device, env={"KERNELHUB_PAUSE_SOLUTION": "1"})
     for r in results:
         assert r["verdict"] == "accepted", r["message"]
         # Stopped after its load, after each request outside the timed phase, and after that phase.
@@ -98,9 +83,4 @@ def test_two_evaluations_that_pause_their_solutions_are_accepted_and_keep_out_of
         phases = {h["phase"] for h in holds if h["shared"]}
         assert {"solution load", "solution prepare_timing"} <= phases, phases
     # No hold of one evaluation, the solution's requests included, overlaps a timed (exclusive) hold of the other.
-    first, second = (r["checks"]["device_lock"] for r in results)
-    for a in first:
-        for b in second:
-            if a["shared"] and b["shared"]:
-                continue
-            assert a["held_until"] <= b["held_from"] or b["held_until"] <= a["held_from"], (a, b)
+    assert_no_timed_overlap(*results)
