@@ -91,6 +91,15 @@ class Batch:
         return rows, min([q for q in queued if q] or [time.time()]), last_end
 
 
+def _stage_seconds(row: dict[str, Any]) -> dict[str, float]:
+    """The evaluator's stage_seconds from a submission's statistics (its result object), numbers only."""
+    stats = row.get("statistics")
+    stages = stats.get("stage_seconds") if isinstance(stats, dict) else None
+    if not isinstance(stages, dict):
+        return {}
+    return {str(k): float(v) for k, v in stages.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
 def pass_report(name: str, rows: dict[int, dict[str, Any]], started: float, ended: float,
                 sampler: UtilSampler | None) -> dict[str, Any]:
     final = [r for r in rows.values() if r.get("status") in ("done", "failed")]
@@ -109,9 +118,16 @@ def pass_report(name: str, rows: dict[int, dict[str, Any]], started: float, ende
                         "speedup_vs_eager": r.get("speedup_vs_eager"),
                         "speedup_vs_compile": r.get("speedup_vs_compile"),
                         "evaluation_s": round((_when(r.get("finished_at")) or 0) - (_when(r.get("started_at")) or 0), 1)
-                        if r.get("started_at") and r.get("finished_at") else None}
+                        if r.get("started_at") and r.get("finished_at") else None,
+                        "stage_seconds": _stage_seconds(r)}
                        for r in sorted(rows.values(), key=lambda r: r["id"])],
     }
+    # Where the pass's evaluations spent their time, summed over its kernels (the evaluator's own stage_seconds):
+    # what the GPU waited for when its busy fraction is low.
+    spent: collections.Counter[str] = collections.Counter()
+    for r in final:
+        spent.update(_stage_seconds(r))
+    report["stage_seconds_total"] = {k: round(v, 1) for k, v in spent.most_common()}
     if sampler is not None:
         busy, readings = UtilSampler.mean_in(sampler.readings, started, ended)
         driver, driver_n = UtilSampler.mean_in(sampler.driver_samples, started, ended)
@@ -235,6 +251,10 @@ def print_table(report: dict[str, Any]) -> None:
         print(f"| {p['pass']} | {p['finished']}/{p['kernels']} | {p['wall_s']} | {per} | {ratio} | "
               f"{p['evaluation_s']['median']}, {p['evaluation_s']['max']} | "
               f"{'-' if busy is None else f'{busy:.0%}'} | {p['verdicts']} |")
+    for p in report["passes"]:
+        top = list((p.get("stage_seconds_total") or {}).items())[:8]
+        if top:
+            print(f"{p['pass']} pass, evaluation stages summed (s): " + ", ".join(f"{k} {v}" for k, v in top))
     for runner in report.get("runners") or []:
         workers = (runner.get("telemetry") or {}).get("gpus") or []
         for gpu in workers:
