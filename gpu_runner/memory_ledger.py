@@ -114,6 +114,7 @@ def _read(folder: Path, *, exclude: str | None = None) -> tuple[Held, list[dict[
             removed.append({"entry": path.name, **{k: info.get(k) for k in ("pid", "label", "host_bytes",
                                                                           "device", "device_bytes")}})
             continue
+        info["entry"] = path.name  # which evaluation, for Reservation.replan's count of what changed since
         held.host_bytes += int(info.get("host_bytes") or 0)
         if info.get("device"):
             key = str(info["device"])
@@ -155,12 +156,72 @@ class Reservation:
     waited_for: list[dict[str, Any]] = field(default_factory=list)  # the others it found in its way, if it waited
 
     def update(self, host_bytes: int, device_bytes: int) -> None:
-        """The plan changed (the timing plan, from the measured footprint): the entry says so from now on."""
-        self.host_bytes, self.device_bytes = host_bytes, device_bytes
+        """The entry says from now on what the plan holds (unchecked: replan() is the checked way to grow)."""
         with _ledger_locked(self.path.parent):
-            fd = _own.get(str(self.path))
-            if fd is not None:
-                _write(fd, self._info())
+            self._set(host_bytes, device_bytes)
+
+    def _set(self, host_bytes: int, device_bytes: int) -> None:
+        self.host_bytes, self.device_bytes = host_bytes, device_bytes
+        fd = _own.get(str(self.path))
+        if fd is not None:
+            _write(fd, self._info())
+
+    def grown_since(self, now: Held, *, older_only: bool = False) -> Held:
+        """What the others reserved beyond what this reservation saw when it was made: the entries that came
+        since, and what earlier ones added since (an entry's plan may grow too). Memory given back is not
+        counted (it may be in use by now). older_only: only the entries made before this one."""
+        before = {h.get("entry"): h for h in self.others.holders}
+        grown = Held()
+        for h in now.holders:
+            if older_only and not float(h.get("since") or 0) < self.since:
+                continue
+            was = before.get(h.get("entry"), {})
+            host = max(0, int(h.get("host_bytes") or 0) - int(was.get("host_bytes") or 0))
+            device = max(0, int(h.get("device_bytes") or 0) - int(was.get("device_bytes") or 0))
+            if host or device:
+                grown.host_bytes += host
+                if h.get("device"):
+                    key = str(h["device"])
+                    grown.device_bytes[key] = grown.device_bytes.get(key, 0) + device
+                grown.holders.append(h)
+        return grown
+
+    def replan(self, attempt: Callable[[Held], tuple[bool, int, int]], *, timeout_s: float) -> bool:
+        """The plan changed (the timing plan, from the measured footprint, can need more than the first plan
+        reserved). attempt(grown) -> (fits, host_bytes, device_bytes): the plan made from the memory free at
+        the reservation less `grown`, what the others reserved beyond what was counted then (grown_since). Where
+        it fits, the entry holds its needs at once (under the ledger's lock: nobody plans in between). Where it
+        fits only without entries made after this one, it waits for them to end, up to timeout_s (entries made
+        earlier are never waited for here: an earlier evaluation replanning waits for this one, and two that
+        waited for each other would both wait out their time). Returns False where it cannot fit (the caller
+        refuses with its plan's figures); raises MemoryWaitTimeout after timeout_s seconds."""
+        folder = self.path.parent
+        started = time.monotonic()
+        in_the_way: list[dict[str, Any]] = []
+        while True:
+            with _ledger_locked(folder):
+                now, _ = _read(folder, exclude=str(self.path))
+                grown = self.grown_since(now)
+                fits, host_b, device_b = attempt(grown)
+                if fits:
+                    self._set(host_b, device_b)
+                    self.waited_s += time.monotonic() - started
+                    return True
+                later = [h for h in grown.holders if float(h.get("since") or 0) >= self.since]
+                if not later or not attempt(self.grown_since(now, older_only=True))[0]:
+                    return False
+            if not in_the_way:
+                in_the_way = later
+                self.waited_for.extend(later)
+                _log(f"memory: the timing plan needs more than reserved; waiting for evaluations that started "
+                     f"later to end ({Held(holders=later).describe(self.device_key)})")
+            if time.monotonic() - started > timeout_s:
+                raise MemoryWaitTimeout(
+                    f"waited {timeout_s:.0f} s for memory that evaluations started after this one reserved "
+                    f"({Held(holders=later).describe(self.device_key)}); this evaluation's timing plan fits without "
+                    "them. Wait for them to end, or stop one that is stuck; KERNELHUB_GPU_LOCK_TIMEOUT_S sets how "
+                    "long to wait")
+            time.sleep(POLL_S)
 
     def _info(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "label": self.label, "since": self.since, "host_bytes": self.host_bytes,

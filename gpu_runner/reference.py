@@ -142,16 +142,19 @@ class Reference:
             raise Verdict("runtime_error", p.message)
         self._reserve(sizes, source)
 
-    def _reserve(self, sizes: dict[str, int], source: str) -> None:
+    def _reserve(self, sizes: dict[str, Any], source: str, *,
+                 reading: tuple[dict[str, Any], dict[str, Any]] | None = None) -> memory_plan.Plan:
         """Beside the host's other evaluations (memory_ledger.py): plan from the free memory less what they
-        reserved, waiting for them where this evaluation fits only alone, and reserve what the plan needs."""
+        reserved, waiting for them where this evaluation fits only alone, and reserve what the plan needs.
+        reading: the free memory to plan from (else read now). Returns the plan reserved."""
         settings = self.ctx.settings
         key = gpulock.device_key(self.ctx.device)
         plans: list[memory_plan.Plan] = []
 
         def attempt(others: memory_ledger.Held) -> tuple[bool, int, int]:
-            self.free_at_start = (_less(memory_plan.host_free(settings), others.host_bytes),
-                                  _less(memory_plan.device_free(self.ctx.device, settings), others.on(key)))
+            host, gpu = reading if reading is not None else (
+                memory_plan.host_free(settings), memory_plan.device_free(self.ctx.device, settings))
+            self.free_at_start = (_less(host, others.host_bytes), _less(gpu, others.on(key)))
             p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
             plans.append(p)
             return p.fits, p.needs.get("host", 0), p.needs.get("device", 0)
@@ -162,7 +165,7 @@ class Reference:
                                           label=f"problem {self.ctx.result.problem_hash[:12]}", settings=settings)
         except memory_ledger.MemoryWaitTimeout as e:
             raise EvaluatorError(str(e)) from None
-        record = self.ctx.result.checks["memory_plan"]
+        record = self.ctx.result.checks.setdefault("memory_plan", {})
         if r is None:  # short of memory with nobody to wait for: refused with the figures, as a plan alone is
             record["before_trials"] = plans[-1].record()
             raise Verdict("runtime_error", plans[-1].message)
@@ -170,6 +173,44 @@ class Reference:
         record["reservation"] = r.record()
         if r.others.holders:
             record["before_trials"] = plans[-1].record()  # the plan beside the others is the one that counts
+        return plans[-1]
+
+    def _timing_plan(self) -> memory_plan.Plan:
+        """The plan from the measured footprint, which may need more than the first plan reserved (a measured
+        peak above the shapes' estimate) or be the first plan of all (no footprint before the trials), made
+        beside the host's other evaluations as the first one was (memory_ledger.Reservation.replan)."""
+        fp = self.footprint
+        sizes: dict[str, Any] = {"input_bytes": self.input_bytes, "output_bytes": self.output_bytes,
+                                 "peak_bytes": fp["peak_bytes"] if fp else None}
+        source = "measured" if fp else "unmeasured"
+        record = self.ctx.result.checks.setdefault("memory_plan", {})
+        r = self.ctx.reservation
+        if r is None:
+            # Nothing reserved yet (the footprint could not be worked out before the trials): reserve now, from
+            # the free memory read before the trials, with everything the others reserved since counted.
+            p = self._reserve(sizes, source, reading=self.free_at_start)
+            record["timing"] = p.record()
+            return p
+        base = self.free_at_start  # already less what the others had reserved when this evaluation reserved
+        key = gpulock.device_key(self.ctx.device)
+        plans: list[memory_plan.Plan] = []
+
+        def attempt(grown: memory_ledger.Held) -> tuple[bool, int, int]:
+            self.free_at_start = (_less(base[0], grown.host_bytes), _less(base[1], grown.on(key)))
+            p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
+            plans.append(p)
+            return p.fits, p.needs.get("host", 0), p.needs.get("device", 0)
+
+        try:
+            with self.ctx.timed("memory_wait"):
+                fits = r.replan(attempt, timeout_s=self.ctx.settings.gpu_lock_timeout_s)
+        except memory_ledger.MemoryWaitTimeout as e:
+            raise EvaluatorError(str(e)) from None
+        record["timing"] = plans[-1].record()
+        record["reservation"] = r.record()
+        if not fits:
+            raise Verdict("runtime_error", plans[-1].message)
+        return plans[-1]
 
     def make_plan(self, input_bytes: int, output_bytes: int, peak_bytes: int | None,
                   source: str) -> memory_plan.Plan:
@@ -225,10 +266,13 @@ class Reference:
         self.expected_mode = data.expected_mode
 
     def timed_sets(self) -> None:
-        """The timing input sets, under the device's shared lock."""
+        """The timing plan (outside any hold of the device: it may wait for other evaluations to end), then the
+        timing input sets under the device's shared lock."""
         assert self.session is not None
-        with self.ctx.timed("reference_sets"), self.ctx.device_lock("reference sets", shared=True):
-            self._sets(self.session)
+        with self.ctx.timed("reference_sets"):
+            self.plan = self._timing_plan()
+            with self.ctx.device_lock("reference sets", shared=True):
+                self._sets(self.session)
 
     def trials(self, ref: Session) -> ReferenceData:
         trial_seeds = [derived_seed(self.ctx.seed, "trial", i) for i in range(self.n_trials)]
@@ -344,16 +388,9 @@ class Reference:
         return expected
 
     def _sets(self, ref: Session) -> None:
-        """The memory plan from the measured footprint, then the timing input sets (fresh seeds) and, where the
-        timed calls are not perturbed, their expected outputs."""
-        fp = self.footprint
-        self.plan = self.make_plan(self.input_bytes, self.output_bytes, fp["peak_bytes"] if fp else None,
-                                   "measured" if fp else "unmeasured")
-        self.ctx.result.checks.setdefault("memory_plan", {})["timing"] = self.plan.record()
-        if not self.plan.fits:
-            raise Verdict("runtime_error", self.plan.message)
-        if self.ctx.reservation is not None:
-            self.ctx.reservation.update(self.plan.needs.get("host", 0), self.plan.needs.get("device", 0))
+        """The timing input sets of the plan (fresh seeds) and, where the timed calls are not perturbed, their
+        expected outputs."""
+        assert self.plan is not None
         self.n_sets = self.plan.n_sets
         rng = random.SystemRandom()
         # Fresh seeds every evaluation: nothing a solution saw before can match these inputs.
@@ -395,4 +432,4 @@ def _less(free: dict[str, Any], reserved: int) -> dict[str, Any]:
     if free.get("free") is None or reserved == 0:
         return free
     key = "reserved_by_others" if reserved > 0 else "held_by_the_reference_model"
-    return {**free, "free": max(0, int(free["free"]) - reserved), key: abs(reserved)}
+    return {**free, "free": max(0, int(free["free"]) - reserved), key: int(free.get(key) or 0) + abs(reserved)}

@@ -16,7 +16,8 @@ import pytest
 
 from gpu_runner import memory_ledger, worker
 from gpu_runner.config import RunnerConfig
-from tests.evaluator.helpers import HONEST, evaluations_at_once
+from gpu_runner.evaluate import evaluate
+from tests.evaluator.helpers import HONEST, PROBLEM, evaluations_at_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
@@ -125,6 +126,81 @@ def test_it_names_the_holders_when_it_gives_up(tmp_path):
     message = str(caught.value)
     assert f"pid {holder.pid} (test holder, host 6.0 GiB" in message, message
     assert "this evaluation fits alone" in message and "KERNELHUB_GPU_LOCK_TIMEOUT_S" in message, message
+
+
+def test_a_grown_plan_counts_what_came_since_and_waits_for_a_later_evaluation(tmp_path):
+    """The timing plan (from the measured footprint) may need more than the first plan reserved: it is made
+    against what the others reserved since, and where it fits only without an evaluation that started later, it
+    waits for that one to end."""
+    settings = RunnerConfig(cache_dir=tmp_path)
+    mine = memory_ledger.reserve("GPU-aaaa", lambda others: (True, GiB, 10 * GiB), timeout_s=5, settings=settings)
+    holder = _holder(tmp_path, "GPU-aaaa", 0, 40 * GiB, 1.5)  # reserved after this one
+    seen = []
+
+    def attempt(grown: memory_ledger.Held) -> tuple[bool, int, int]:
+        seen.append(grown.on("GPU-aaaa"))
+        # 60 GiB were free beside the others when this one reserved; the timing plan needs 30.
+        return 60 * GiB - grown.on("GPU-aaaa") >= 30 * GiB, 2 * GiB, 30 * GiB
+
+    try:
+        assert mine.replan(attempt, timeout_s=60)
+        holder.wait()
+        assert seen[0] == 40 * GiB and seen[-1] == 0, seen
+        assert [h["pid"] for h in mine.waited_for] == [holder.pid] and mine.waited_s >= 0.5
+        [entry] = _entries(tmp_path)
+        assert json.loads(entry.read_text())["device_bytes"] == 30 * GiB
+        # Less than reserved: it fits at once and the entry shrinks.
+        assert mine.replan(lambda grown: (True, GiB, 5 * GiB), timeout_s=60)
+        assert json.loads(entry.read_text())["device_bytes"] == 5 * GiB
+    finally:
+        holder.kill()
+        holder.wait()
+        mine.release()
+    assert _entries(tmp_path) == []
+
+
+def test_a_grown_plan_never_waits_for_an_earlier_evaluation(tmp_path):
+    """An earlier evaluation whose own plan grew since is counted, but not waited for (it may be waiting for this
+    one): a plan that does not fit beside it is refused at once."""
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "cpu", 2 * GiB, 0, 60)  # reserved before this one
+    mine = memory_ledger.reserve("cpu", lambda others: (True, GiB, 0), timeout_s=5, settings=settings)
+    try:
+        [theirs] = [p for p in _entries(tmp_path) if json.loads(p.read_text())["pid"] == holder.pid]
+        # Its entry says 8 GiB now, as its own replan would have written it.
+        theirs.write_text(json.dumps({**json.loads(theirs.read_text()), "host_bytes": 8 * GiB}))
+        seen = []
+
+        def attempt(grown: memory_ledger.Held) -> tuple[bool, int, int]:
+            seen.append(grown.host_bytes)
+            return grown.host_bytes == 0, 3 * GiB, 0
+
+        started = time.monotonic()
+        assert mine.replan(attempt, timeout_s=60) is False
+        assert time.monotonic() - started < 5 and mine.waited_for == []
+        assert seen and seen[0] == 6 * GiB, seen  # what it added since, not what it held before
+        assert mine.record()["host_bytes"] == GiB  # the reservation stays as it was
+    finally:
+        holder.kill()
+        holder.wait()
+        mine.release()
+
+
+NO_FOOTPRINT_PROBLEM = PROBLEM.replace(
+    "    return [torch.randn(128, 1024)]",
+    "    x = torch.randn(128, 1024)\n"
+    "    if not bool(torch.isfinite(x).all()):  # a value read: nothing the meta device can work out\n"
+    "        raise ValueError('non-finite input')\n"
+    "    return [x]")
+
+
+def test_a_problem_without_a_footprint_before_its_trials_reserves_at_its_timing_plan():
+    assert NO_FOOTPRINT_PROBLEM != PROBLEM
+    result = evaluate(NO_FOOTPRINT_PROBLEM, HONEST, device="cpu")
+    assert result["verdict"] == "accepted", result["message"]
+    plan = result["checks"]["memory_plan"]
+    assert str(plan["before_trials"]).startswith("no footprint:"), plan
+    assert plan["timing"]["fits"] and plan["reservation"]["host_bytes"] > 0, plan
 
 
 @pytest.mark.slow
