@@ -1,5 +1,6 @@
 """kill -9 of the evaluator in the middle of timing: its children die with it, and the next evaluation's start
-removes the work directories it left and says so, and its memory reservation counts no more (issue 13)."""
+removes the work directories it left and says so, and its memory reservation counts no more (issue 13). On the
+CPU track, and on a GPU where there is one (marked cuda: the device memory it lent its children goes with it)."""
 
 import json
 import os
@@ -10,6 +11,8 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
+import torch
 
 from gpu_runner import memory_ledger
 from tests.evaluator.helpers import FIXTURES
@@ -17,9 +20,13 @@ from tests.evaluator.helpers import FIXTURES
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _command() -> list[str]:
+ON_GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")]
+SOLUTIONS = {"cpu": "relu_scale_cpp.py", "cuda": "relu_scale_cuda.py"}
+
+
+def _command(device: str) -> list[str]:
     return [sys.executable, "-m", "gpu_runner", "evaluate", "--problem", str(FIXTURES / "relu_scale.py"),
-            "--solution", str(FIXTURES / "relu_scale_cpp.py"), "--json"]
+            "--solution", str(FIXTURES / SOLUTIONS[device]), "--device", device, "--json"]
 
 
 def _gone(pids: list[int], within_s: float) -> list[int]:
@@ -40,13 +47,14 @@ def _describe(pid: int) -> str:
         return f"{pid}: {e}"
 
 
-def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=ON_GPU)])
+def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path, device):
     work = tmp_path / "work"
     # A long timing loop, so that the kill lands inside it.
     env = {**os.environ, "KERNELHUB_WORK_DIR": str(work), "KERNELHUB_TIMING_BUDGET_S": "60"}
     verdict_file = tmp_path / "victim.json"
     with verdict_file.open("w") as out:
-        victim = subprocess.Popen(_command(), cwd=ROOT, env=env, stdout=out, stderr=subprocess.PIPE, text=True)
+        victim = subprocess.Popen(_command(device), cwd=ROOT, env=env, stdout=out, stderr=subprocess.PIPE, text=True)
     seen = []
     try:
         for line in victim.stderr:
@@ -86,7 +94,7 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path):
     assert stale, "the killed evaluation left no directory: nothing to check the cleanup with"
 
     env["KERNELHUB_TIMING_BUDGET_S"] = "1"
-    nxt = subprocess.run(_command(), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    nxt = subprocess.run(_command(device), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert nxt.returncode == 0, nxt.stderr[-3000:]
     result = json.loads(nxt.stdout)
     assert result["verdict"] == "accepted", result["message"]
