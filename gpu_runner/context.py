@@ -40,6 +40,8 @@ class Context:
         self.device_model = ""  # set by the memory plan, before the trials (reference.Reference.plan_before_trials)
         # What the memory plan reserved in the host's ledger (memory_ledger.py), released when the run is closed.
         self.reservation: Any = None
+        # Set once the run is being closed: a memory wait on another thread gives up (memory_ledger's cancel).
+        self.ending = threading.Event()
         self.child_versions: dict[str, Any] = {}  # the solution's child's versions of torch & co, once it loaded
         # KERNELHUB_PAUSE_SOLUTION: the solution's child runs only inside its requests and this evaluation's timed
         # phases (solution_turn); the device lock's holds of each thread, and the exclusive ones of any thread.

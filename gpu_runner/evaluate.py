@@ -137,14 +137,16 @@ class _Run(Context):
         self.ref_thread: Background | None = None
 
     def cleanup(self) -> None:
+        self.ending.set()  # the reference's thread, if it waits for memory (memory_ledger), gives up
         try:
             escaped = self.close()
         finally:
+            if self.ref_thread is not None:
+                self.ref_thread.join(swallow=True)  # its child is gone: it ends at once
+            # After the join: whatever the reference's thread reserved is released too.
             if self.reservation is not None:  # the children are gone, and their memory with them
                 self.reservation.release()
                 self.reservation = None
-        if self.ref_thread is not None:
-            self.ref_thread.join(swallow=True)  # its child is gone: it ends at once
         if escaped:
             self.result.isolation["killed_escaped_processes"] = len(escaped)
         self.record_op_seconds()

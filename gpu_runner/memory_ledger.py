@@ -99,7 +99,8 @@ class Held:
 
 
 def _read(folder: Path, *, exclude: str | None = None) -> tuple[Held, list[dict[str, Any]]]:
-    """The live entries (except `exclude`), and the stale ones removed on the way. Under the ledger's lock."""
+    """The live entries (except `exclude`), and the stale ones removed on the way. Under the ledger's lock. An
+    entry waiting to grow (Reservation.replan) counts as what it wants where that is more than it holds."""
     held = Held()
     removed: list[dict[str, Any]] = []
     for path in sorted(folder.glob("*.json")):
@@ -115,15 +116,29 @@ def _read(folder: Path, *, exclude: str | None = None) -> tuple[Held, list[dict[
                                                                           "device", "device_bytes")}})
             continue
         info["entry"] = path.name  # which evaluation, for Reservation.replan's count of what changed since
-        held.host_bytes += int(info.get("host_bytes") or 0)
+        for kind in ("host", "device"):
+            info[f"{kind}_bytes"] = max(int(info.get(f"{kind}_bytes") or 0), int(info.get(f"wants_{kind}_bytes") or 0))
+        held.host_bytes += info["host_bytes"]
         if info.get("device"):
             key = str(info["device"])
-            held.device_bytes[key] = held.device_bytes.get(key, 0) + int(info.get("device_bytes") or 0)
+            held.device_bytes[key] = held.device_bytes.get(key, 0) + info["device_bytes"]
         held.holders.append(info)
     if removed:
         _log(f"memory ledger: removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} of evaluations "
              f"that are gone: {', '.join(str(r['entry']) for r in removed)}")
     return held, removed
+
+
+def _next_seq(folder: Path) -> int:
+    """The order in which entries were made (a counter kept under the ledger's lock: a wall clock can step back
+    and two readings can tie)."""
+    path = folder / ".seq"
+    try:
+        n = int(path.read_text() or "0") + 1
+    except (OSError, ValueError):
+        n = 1
+    path.write_text(str(n))
+    return n
 
 
 def sweep(settings: config.RunnerConfig | None = None) -> list[dict[str, Any]]:
@@ -143,6 +158,15 @@ class MemoryWaitTimeout(RuntimeError):
     """The evaluation fits alone but the others' reservations did not go in time; the message names them."""
 
 
+class MemoryWaitCancelled(MemoryWaitTimeout):
+    """The evaluation ended (its cleanup set `cancel`) while it waited for memory: nothing was reserved."""
+
+
+def _cancelled(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise MemoryWaitCancelled("the evaluation ended while it waited for memory")
+
+
 @dataclass
 class Reservation:
     path: Path
@@ -154,27 +178,26 @@ class Reservation:
     label: str = ""
     since: float = 0.0
     waited_for: list[dict[str, Any]] = field(default_factory=list)  # the others it found in its way, if it waited
+    seq: int = 0  # the order of entries (_next_seq)
+    replanned: dict[str, Any] = field(default_factory=dict)  # replan's record: what the others grew, its wait
 
-    def update(self, host_bytes: int, device_bytes: int) -> None:
-        """The entry says from now on what the plan holds (unchecked: replan() is the checked way to grow)."""
-        with _ledger_locked(self.path.parent):
-            self._set(host_bytes, device_bytes)
-
-    def _set(self, host_bytes: int, device_bytes: int) -> None:
+    def _set(self, host_bytes: int, device_bytes: int, wants: tuple[int, int] | None = None) -> None:
+        """The entry says what the plan holds; `wants`: what a replan waits for (others count the larger)."""
         self.host_bytes, self.device_bytes = host_bytes, device_bytes
         fd = _own.get(str(self.path))
         if fd is not None:
-            _write(fd, self._info())
+            info = self._info()
+            if wants is not None:
+                info.update(replanning=True, wants_host_bytes=wants[0], wants_device_bytes=wants[1])
+            _write(fd, info)
 
-    def grown_since(self, now: Held, *, older_only: bool = False) -> Held:
+    def grown_since(self, now: Held) -> Held:
         """What the others reserved beyond what this reservation saw when it was made: the entries that came
         since, and what earlier ones added since (an entry's plan may grow too). Memory given back is not
-        counted (it may be in use by now). older_only: only the entries made before this one."""
+        counted (it may be in use by now)."""
         before = {h.get("entry"): h for h in self.others.holders}
         grown = Held()
         for h in now.holders:
-            if older_only and not float(h.get("since") or 0) < self.since:
-                continue
             was = before.get(h.get("entry"), {})
             host = max(0, int(h.get("host_bytes") or 0) - int(was.get("host_bytes") or 0))
             device = max(0, int(h.get("device_bytes") or 0) - int(was.get("device_bytes") or 0))
@@ -186,46 +209,67 @@ class Reservation:
                 grown.holders.append(h)
         return grown
 
-    def replan(self, attempt: Callable[[Held], tuple[bool, int, int]], *, timeout_s: float) -> bool:
+    def _waitable(self, h: dict[str, Any]) -> bool:
+        """May a replan wait for this entry to end? Not for one made earlier that is itself waiting in a replan:
+        that one may be waiting for this one, and two that waited for each other would both wait out their
+        time. Between replans only the earlier waits for the later, so no wait goes round in a circle."""
+        return not h.get("replanning") or int(h.get("seq") or 0) > self.seq
+
+    def replan(self, attempt: Callable[[Held], tuple[bool, int, int]], *, timeout_s: float,
+               cancel: threading.Event | None = None) -> bool:
         """The plan changed (the timing plan, from the measured footprint, can need more than the first plan
         reserved). attempt(grown) -> (fits, host_bytes, device_bytes): the plan made from the memory free at
         the reservation less `grown`, what the others reserved beyond what was counted then (grown_since). Where
         it fits, the entry holds its needs at once (under the ledger's lock: nobody plans in between). Where it
-        fits only without entries made after this one, it waits for them to end, up to timeout_s (entries made
-        earlier are never waited for here: an earlier evaluation replanning waits for this one, and two that
-        waited for each other would both wait out their time). Returns False where it cannot fit (the caller
-        refuses with its plan's figures); raises MemoryWaitTimeout after timeout_s seconds."""
+        fits only without some of them, it waits for those to end (_waitable), up to timeout_s, its entry saying
+        meanwhile what it wants, so that evaluations that start meanwhile count it and cannot starve it. Returns
+        False where it cannot fit (attempt's last call is then the plan beside all of them, for the caller's
+        refusal); raises MemoryWaitTimeout after timeout_s seconds, MemoryWaitCancelled once `cancel` is set."""
         folder = self.path.parent
         started = time.monotonic()
         in_the_way: list[dict[str, Any]] = []
-        while True:
-            with _ledger_locked(folder):
-                now, _ = _read(folder, exclude=str(self.path))
-                grown = self.grown_since(now)
-                fits, host_b, device_b = attempt(grown)
-                if fits:
-                    self._set(host_b, device_b)
-                    self.waited_s += time.monotonic() - started
-                    return True
-                later = [h for h in grown.holders if float(h.get("since") or 0) >= self.since]
-                if not later or not attempt(self.grown_since(now, older_only=True))[0]:
-                    return False
-            if not in_the_way:
-                in_the_way = later
-                self.waited_for.extend(later)
-                _log(f"memory: the timing plan needs more than reserved; waiting for evaluations that started "
-                     f"later to end ({Held(holders=later).describe(self.device_key)})")
-            if time.monotonic() - started > timeout_s:
-                raise MemoryWaitTimeout(
-                    f"waited {timeout_s:.0f} s for memory that evaluations started after this one reserved "
-                    f"({Held(holders=later).describe(self.device_key)}); this evaluation's timing plan fits without "
-                    "them. Wait for them to end, or stop one that is stuck; KERNELHUB_GPU_LOCK_TIMEOUT_S sets how "
-                    "long to wait")
-            time.sleep(POLL_S)
+        waiting = False
+        try:
+            while True:
+                _cancelled(cancel)
+                with _ledger_locked(folder):
+                    now, _ = _read(folder, exclude=str(self.path))
+                    grown = self.grown_since(now)
+                    fits, host_b, device_b = attempt(grown)
+                    self.replanned = {"grown_host_bytes": grown.host_bytes,
+                                      "grown_device_bytes": grown.on(self.device_key),
+                                      "waited_s": round(time.monotonic() - started, 2),
+                                      "waited_for": [{k: h.get(k) for k in ("pid", "label", "host_bytes",
+                                                                            "device_bytes")} for h in in_the_way]}
+                    if fits:
+                        self._set(host_b, device_b)
+                        waiting = False
+                        return True
+                    in_the_way = [h for h in grown.holders if self._waitable(h)]
+                    if not in_the_way or not attempt(self.grown_since(
+                            Held(holders=[h for h in now.holders if not self._waitable(h)])))[0]:
+                        attempt(grown)  # the plan beside all of them, for the refusal's figures
+                        return False
+                    if not waiting:
+                        _log(f"memory: the timing plan needs more than reserved; waiting for "
+                             f"{Held(holders=in_the_way).describe(self.device_key)} to end")
+                    self._set(self.host_bytes, self.device_bytes, wants=(host_b, device_b))
+                    waiting = True
+                if time.monotonic() - started > timeout_s:
+                    raise MemoryWaitTimeout(
+                        f"waited {timeout_s:.0f} s for memory that other evaluations on this host reserved "
+                        f"({Held(holders=in_the_way).describe(self.device_key)}); this evaluation's timing plan "
+                        "fits without them. Wait for them to end, or stop one that is stuck; "
+                        "KERNELHUB_GPU_LOCK_TIMEOUT_S sets how long to wait")
+                time.sleep(POLL_S)
+        finally:
+            if waiting:  # no longer waiting: the entry says what it holds, no more
+                with _ledger_locked(folder):
+                    self._set(self.host_bytes, self.device_bytes)
 
     def _info(self) -> dict[str, Any]:
-        return {"pid": os.getpid(), "label": self.label, "since": self.since, "host_bytes": self.host_bytes,
-                "device": self.device_key, "device_bytes": self.device_bytes}
+        return {"pid": os.getpid(), "label": self.label, "since": self.since, "seq": self.seq,
+                "host_bytes": self.host_bytes, "device": self.device_key, "device_bytes": self.device_bytes}
 
     def release(self) -> None:
         with _own_lock:
@@ -243,7 +287,8 @@ class Reservation:
                 "others_host_bytes": self.others.host_bytes, "others_device_bytes": self.others.on(self.device_key),
                 "others": len(self.others.holders),
                 "waited_for": [{k: h.get(k) for k in ("pid", "label", "host_bytes", "device_bytes")}
-                               for h in self.waited_for]}
+                               for h in self.waited_for],
+                **({"replanned": self.replanned} if self.replanned else {})}
 
 
 def _write(fd: int, info: dict[str, Any]) -> None:
@@ -253,15 +298,18 @@ def _write(fd: int, info: dict[str, Any]) -> None:
 
 
 def reserve(device_key: str, attempt: Callable[[Held], tuple[bool, int, int]], *, timeout_s: float,
-            label: str = "", settings: config.RunnerConfig | None = None) -> Reservation | None:
+            label: str = "", settings: config.RunnerConfig | None = None,
+            cancel: threading.Event | None = None) -> Reservation | None:
     """Reserve what `attempt` plans beside the others. attempt(others) -> (fits, host_bytes, device_bytes): the
     plan made from the free memory less `others`; called under the ledger's lock, again after each wait. None
     where it does not fit and no other evaluation holds anything (nothing to wait for: the memory went to something
-    else since the caller's plan alone). Raises MemoryWaitTimeout after `timeout_s` seconds."""
+    else since the caller's plan alone). Raises MemoryWaitTimeout after `timeout_s` seconds, MemoryWaitCancelled
+    once `cancel` is set (nothing reserved)."""
     folder = ledger_dir(settings)
     started = time.monotonic()
     in_the_way: list[dict[str, Any]] = []
     while True:
+        _cancelled(cancel)
         with _ledger_locked(folder):
             others, _ = _read(folder)
             fits, host_b, device_b = attempt(others)
@@ -270,7 +318,7 @@ def reserve(device_key: str, attempt: Callable[[Held], tuple[bool, int, int]], *
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 r = Reservation(path, device_key, host_b, device_b, time.monotonic() - started, others, label,
-                                since=time.time(), waited_for=in_the_way)
+                                since=time.time(), waited_for=in_the_way, seq=_next_seq(folder))
                 _write(fd, r._info())
                 with _own_lock:
                     _own[str(path)] = fd

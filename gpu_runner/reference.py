@@ -143,10 +143,12 @@ class Reference:
         self._reserve(sizes, source)
 
     def _reserve(self, sizes: dict[str, Any], source: str, *,
-                 reading: tuple[dict[str, Any], dict[str, Any]] | None = None) -> memory_plan.Plan:
+                 reading: tuple[dict[str, Any], dict[str, Any]] | None = None,
+                 record_as: str = "before_trials") -> memory_plan.Plan:
         """Beside the host's other evaluations (memory_ledger.py): plan from the free memory less what they
         reserved, waiting for them where this evaluation fits only alone, and reserve what the plan needs.
-        reading: the free memory to plan from (else read now). Returns the plan reserved."""
+        reading: the free memory to plan from (else read now); record_as: the plan's key in
+        checks.memory_plan. Returns the plan reserved."""
         settings = self.ctx.settings
         key = gpulock.device_key(self.ctx.device)
         plans: list[memory_plan.Plan] = []
@@ -162,23 +164,25 @@ class Reference:
         try:
             with self.ctx.timed("memory_wait"):
                 r = memory_ledger.reserve(key, attempt, timeout_s=settings.gpu_lock_timeout_s,
-                                          label=f"problem {self.ctx.result.problem_hash[:12]}", settings=settings)
+                                          label=f"problem {self.ctx.result.problem_hash[:12]}", settings=settings,
+                                          cancel=self.ctx.ending)
         except memory_ledger.MemoryWaitTimeout as e:
             raise EvaluatorError(str(e)) from None
         record = self.ctx.result.checks.setdefault("memory_plan", {})
         if r is None:  # short of memory with nobody to wait for: refused with the figures, as a plan alone is
-            record["before_trials"] = plans[-1].record()
+            record[record_as] = plans[-1].record()
             raise Verdict("runtime_error", plans[-1].message)
         self.ctx.reservation = r
         record["reservation"] = r.record()
-        if r.others.holders:
-            record["before_trials"] = plans[-1].record()  # the plan beside the others is the one that counts
+        if r.others.holders or record_as != "before_trials":
+            record[record_as] = plans[-1].record()  # the plan beside the others is the one that counts
         return plans[-1]
 
     def _timing_plan(self) -> memory_plan.Plan:
         """The plan from the measured footprint, which may need more than the first plan reserved (a measured
         peak above the shapes' estimate) or be the first plan of all (no footprint before the trials), made
-        beside the host's other evaluations as the first one was (memory_ledger.Reservation.replan)."""
+        beside the host's other evaluations as the first one was (memory_ledger.Reservation.replan). It may wait
+        for them: the caller holds no lock of the device meanwhile."""
         fp = self.footprint
         sizes: dict[str, Any] = {"input_bytes": self.input_bytes, "output_bytes": self.output_bytes,
                                  "peak_bytes": fp["peak_bytes"] if fp else None}
@@ -188,9 +192,7 @@ class Reference:
         if r is None:
             # Nothing reserved yet (the footprint could not be worked out before the trials): reserve now, from
             # the free memory read before the trials, with everything the others reserved since counted.
-            p = self._reserve(sizes, source, reading=self.free_at_start)
-            record["timing"] = p.record()
-            return p
+            return self._reserve(sizes, source, reading=self.free_at_start, record_as="timing")
         base = self.free_at_start  # already less what the others had reserved when this evaluation reserved
         key = gpulock.device_key(self.ctx.device)
         plans: list[memory_plan.Plan] = []
@@ -203,7 +205,7 @@ class Reference:
 
         try:
             with self.ctx.timed("memory_wait"):
-                fits = r.replan(attempt, timeout_s=self.ctx.settings.gpu_lock_timeout_s)
+                fits = r.replan(attempt, timeout_s=self.ctx.settings.gpu_lock_timeout_s, cancel=self.ctx.ending)
         except memory_ledger.MemoryWaitTimeout as e:
             raise EvaluatorError(str(e)) from None
         record["timing"] = plans[-1].record()
@@ -266,8 +268,9 @@ class Reference:
         self.expected_mode = data.expected_mode
 
     def timed_sets(self) -> None:
-        """The timing plan (outside any hold of the device: it may wait for other evaluations to end), then the
-        timing input sets under the device's shared lock."""
+        """The timing plan (before this thread holds the device: it may wait for other evaluations to end; the
+        main thread's trials, beside it, hold the device shared and end on their own), then the timing input sets
+        under the device's shared lock."""
         assert self.session is not None
         with self.ctx.timed("reference_sets"):
             self.plan = self._timing_plan()

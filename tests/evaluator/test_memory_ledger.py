@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def test_it_waits_while_the_others_hold_what_it_needs(tmp_path):
         assert record["waited_for"] == [{"pid": holder.pid, "label": "test holder", "host_bytes": 0,
                                          "device_bytes": 40 * GiB}]
         # The entry says what the plan holds now, to the others.
-        r.update(2 * GiB, 20 * GiB)
+        assert r.replan(lambda grown: (True, 2 * GiB, 20 * GiB), timeout_s=5)
         [entry] = _entries(tmp_path)
         assert json.loads(entry.read_text())["device_bytes"] == 20 * GiB
     finally:
@@ -146,7 +147,9 @@ def test_a_grown_plan_counts_what_came_since_and_waits_for_a_later_evaluation(tm
         assert mine.replan(attempt, timeout_s=60)
         holder.wait()
         assert seen[0] == 40 * GiB and seen[-1] == 0, seen
-        assert [h["pid"] for h in mine.waited_for] == [holder.pid] and mine.waited_s >= 0.5
+        replanned = mine.record()["replanned"]
+        assert [h["pid"] for h in replanned["waited_for"]] == [holder.pid] and replanned["waited_s"] >= 0.5
+        assert replanned["grown_device_bytes"] == 0  # at the end, once the other had gone
         [entry] = _entries(tmp_path)
         assert json.loads(entry.read_text())["device_bytes"] == 30 * GiB
         # Less than reserved: it fits at once and the entry shrinks.
@@ -159,28 +162,92 @@ def test_a_grown_plan_counts_what_came_since_and_waits_for_a_later_evaluation(tm
     assert _entries(tmp_path) == []
 
 
-def test_a_grown_plan_never_waits_for_an_earlier_evaluation(tmp_path):
-    """An earlier evaluation whose own plan grew since is counted, but not waited for (it may be waiting for this
-    one): a plan that does not fit beside it is refused at once."""
+def _rewrite_entry(cache: Path, pid: int, **fields) -> None:
+    """An entry as its own evaluation would have rewritten it (its plan grown, or waiting in a replan)."""
+    [path] = [p for p in _entries(cache) if json.loads(p.read_text())["pid"] == pid]
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def test_a_grown_plan_waits_for_an_earlier_evaluation_that_grew_and_counts_only_its_growth(tmp_path):
     settings = RunnerConfig(cache_dir=tmp_path)
-    holder = _holder(tmp_path, "cpu", 2 * GiB, 0, 60)  # reserved before this one
+    holder = _holder(tmp_path, "cpu", 2 * GiB, 0, 1.5)  # reserved before this one
     mine = memory_ledger.reserve("cpu", lambda others: (True, GiB, 0), timeout_s=5, settings=settings)
+    _rewrite_entry(tmp_path, holder.pid, host_bytes=8 * GiB)  # its own timing plan took 6 GiB more since
+    seen = []
+
+    def attempt(grown: memory_ledger.Held) -> tuple[bool, int, int]:
+        seen.append(grown.host_bytes)
+        return grown.host_bytes == 0, 3 * GiB, 0
+
     try:
-        [theirs] = [p for p in _entries(tmp_path) if json.loads(p.read_text())["pid"] == holder.pid]
-        # Its entry says 8 GiB now, as its own replan would have written it.
-        theirs.write_text(json.dumps({**json.loads(theirs.read_text()), "host_bytes": 8 * GiB}))
-        seen = []
+        assert mine.replan(attempt, timeout_s=60)
+        holder.wait()
+        assert seen[0] == 6 * GiB and seen[-1] == 0, seen  # what it added since, not what it held before
+        assert mine.record()["host_bytes"] == 3 * GiB
+        assert [h["pid"] for h in mine.record()["replanned"]["waited_for"]] == [holder.pid]
+    finally:
+        holder.kill()
+        holder.wait()
+        mine.release()
 
-        def attempt(grown: memory_ledger.Held) -> tuple[bool, int, int]:
-            seen.append(grown.host_bytes)
-            return grown.host_bytes == 0, 3 * GiB, 0
 
+def test_a_grown_plan_is_refused_at_once_beside_an_earlier_evaluation_that_waits_in_its_own_replan(tmp_path):
+    """Two replans never wait for each other: the earlier waits for the later, not the other way round."""
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "cpu", 2 * GiB, 0, 60)
+    mine = memory_ledger.reserve("cpu", lambda others: (True, GiB, 0), timeout_s=5, settings=settings)
+    _rewrite_entry(tmp_path, holder.pid, replanning=True, wants_host_bytes=8 * GiB)
+    seen = []
+
+    def attempt(grown: memory_ledger.Held) -> tuple[bool, int, int]:
+        seen.append(grown.host_bytes)
+        return grown.host_bytes == 0, 3 * GiB, 0
+
+    try:
         started = time.monotonic()
         assert mine.replan(attempt, timeout_s=60) is False
-        assert time.monotonic() - started < 5 and mine.waited_for == []
-        assert seen and seen[0] == 6 * GiB, seen  # what it added since, not what it held before
-        assert mine.record()["host_bytes"] == GiB  # the reservation stays as it was
+        assert time.monotonic() - started < 5
+        # What it wants counts; the last plan, for the refusal's figures, is the one beside it.
+        assert seen[0] == 6 * GiB and seen[-1] == 6 * GiB, seen
+        assert mine.record()["host_bytes"] == GiB and "replanning" not in json.loads(mine.path.read_text())
     finally:
+        holder.kill()
+        holder.wait()
+        mine.release()
+
+
+def test_a_waiting_replan_says_what_it_wants_and_gives_up_when_its_evaluation_ends(tmp_path):
+    settings = RunnerConfig(cache_dir=tmp_path)
+    mine = memory_ledger.reserve("GPU-aaaa", lambda others: (True, GiB, 10 * GiB), timeout_s=5, settings=settings)
+    holder = _holder(tmp_path, "GPU-aaaa", 0, 40 * GiB, 60)  # later, and long
+    cancel = threading.Event()
+    outcome: list[BaseException] = []
+
+    def replan() -> None:
+        try:
+            mine.replan(lambda grown: (grown.on("GPU-aaaa") == 0, GiB, 30 * GiB), timeout_s=60, cancel=cancel)
+        except BaseException as e:  # noqa: BLE001 - the test reads it
+            outcome.append(e)
+
+    thread = threading.Thread(target=replan)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not json.loads(mine.path.read_text()).get("replanning"):
+            time.sleep(0.05)
+        entry = json.loads(mine.path.read_text())
+        assert entry["replanning"] and entry["wants_device_bytes"] == 30 * GiB and entry["device_bytes"] == 10 * GiB
+        # An evaluation that plans meanwhile counts what the waiting one wants, not what it holds: none starves it.
+        held = memory_ledger.held_by_others(settings)
+        assert held.on("GPU-aaaa") == 40 * GiB + 30 * GiB, held
+        cancel.set()  # its evaluation's cleanup
+        thread.join(timeout=5)
+        assert not thread.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], memory_ledger.MemoryWaitCancelled), outcome
+        entry = json.loads(mine.path.read_text())
+        assert "replanning" not in entry and entry["device_bytes"] == 10 * GiB
+    finally:
+        cancel.set()
         holder.kill()
         holder.wait()
         mine.release()
