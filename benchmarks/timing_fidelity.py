@@ -228,13 +228,19 @@ def plain(problem_path: Path, solution_path: Path, device: str) -> dict:
     with torch.no_grad():
         compiled(*inputs)  # compiles here, before anything is timed
     out: dict = {}
+    sides = (("eager", model), ("compile", compiled), ("solution", model_new))
     with gpulock.held(device, phase="timing fidelity: plain measurement"):
-        for side, fn in (("eager", model), ("compile", compiled), ("solution", model_new)):
+        # Every side's events before any profiling: once the PyTorch profiler has run in a process, every later
+        # op costs more host time there (benchmarks/profiler_aftereffect.py: 9 to 17 us for one op on the H200),
+        # and a host-bound call (torch.compile's on a tiny kernel) carries that into its window. Profiling eager
+        # before timing compile had charged compile that after-effect (until 2026-12-05).
+        for side, fn in sides:
             host: list[float] = []
             out[f"{side}_event_us"] = _event_median(fn, inputs, device, flush, host)
             if host:
                 out[f"{side}_forward_host_us"] = host[0]
-            if device == "cuda":
+        if device == "cuda":
+            for side, fn in sides:
                 out[f"{side}_kernel_us"] = _profiled_us(fn, inputs)
         if device == "cuda":
             try:
