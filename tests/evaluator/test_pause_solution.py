@@ -68,8 +68,8 @@ ON_GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), re
 
 @pytest.mark.slow
 @pytest.mark.parametrize("device, solution", [
-    ("cpu", HONEST),
-    pytest.param("cuda", (FIXTURES / "relu_scale_cuda.py").read_text(), marks=ON_GPU),
+    pytest.param("cpu", HONEST, id="cpu"),
+    pytest.param("cuda", (FIXTURES / "relu_scale_cuda.py").read_text(), marks=ON_GPU, id="cuda"),
 ])
 def test_two_evaluations_that_pause_their_solutions_are_accepted_and_keep_out_of_each_others_timing(
         tmp_path, device, solution):
