@@ -100,6 +100,31 @@ def _stage_seconds(row: dict[str, Any]) -> dict[str, float]:
     return {str(k): float(v) for k, v in stages.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
+def _memory(row: dict[str, Any]) -> dict[str, Any]:
+    """From a submission's result: what its memory plan counted on the device and host (the timing plan, else the
+    first), its footprint, and the GPU's used memory at its peak (checks.memory_plan.device_used), in GiB."""
+    stats = row.get("statistics")
+    checks = stats.get("checks") if isinstance(stats, dict) else None
+    record = checks.get("memory_plan") if isinstance(checks, dict) else None
+    if not isinstance(record, dict):
+        return {}
+    gib = float(1 << 30)
+    out: dict[str, Any] = {}
+    plan = next((record[k] for k in ("timing", "before_trials") if isinstance(record.get(k), dict)), None)
+    if plan:
+        needs, footprint = plan.get("needs") or {}, plan.get("footprint") or {}
+        out.update(plan_sets=plan.get("n_sets"), plan_keep=plan.get("keep_outputs"),
+                   plan_device_gib=round(needs["device"] / gib, 1) if "device" in needs else None,
+                   plan_host_gib=round(needs["host"] / gib, 1) if "host" in needs else None,
+                   reference_peak_gib=round(footprint["peak_bytes"] / gib, 1) if "peak_bytes" in footprint else None)
+    used = record.get("device_used")
+    if isinstance(used, dict) and "peak_bytes" in used:
+        out.update(device_used_peak_gib=round(used["peak_bytes"] / gib, 1),
+                   device_used_at_start_gib=round(used["at_start_bytes"] / gib, 1),
+                   device_used_peak_in=used.get("peak_in_stages"))
+    return out
+
+
 def pass_report(name: str, rows: dict[int, dict[str, Any]], started: float, ended: float,
                 sampler: UtilSampler | None) -> dict[str, Any]:
     final = [r for r in rows.values() if r.get("status") in ("done", "failed")]
@@ -119,7 +144,7 @@ def pass_report(name: str, rows: dict[int, dict[str, Any]], started: float, ende
                         "speedup_vs_compile": r.get("speedup_vs_compile"),
                         "evaluation_s": round((_when(r.get("finished_at")) or 0) - (_when(r.get("started_at")) or 0), 1)
                         if r.get("started_at") and r.get("finished_at") else None,
-                        "stage_seconds": _stage_seconds(r)}
+                        "stage_seconds": _stage_seconds(r), "memory": _memory(r)}
                        for r in sorted(rows.values(), key=lambda r: r["id"])],
     }
     # Where the pass's evaluations spent their time, summed over its kernels (the evaluator's own stage_seconds):
@@ -277,6 +302,16 @@ def print_table(report: dict[str, Any]) -> None:
         top = list((p.get("stage_seconds_total") or {}).items())[:8]
         if top:
             print(f"{p['pass']} pass, evaluation stages summed (s): " + ", ".join(f"{k} {v}" for k, v in top))
+    memory = [(k["problem"], k["memory"]) for k in (report["passes"][0]["per_kernel"] if report["passes"] else [])
+              if k.get("memory")]
+    if memory:
+        print("| problem | reference peak GiB | plan: sets, kept outputs, device GiB | GPU used at peak GiB (at start) "
+              "| in stages |")
+        print("|---|---|---|---|---|")
+        for problem, m in memory:
+            print(f"| {problem} | {m.get('reference_peak_gib')} | {m.get('plan_sets')}, {m.get('plan_keep')}, "
+                  f"{m.get('plan_device_gib')} | {m.get('device_used_peak_gib')} ({m.get('device_used_at_start_gib')}) "
+                  f"| {', '.join(m.get('device_used_peak_in') or [])} |")
     for runner in report.get("runners") or []:
         workers = (runner.get("telemetry") or {}).get("gpus") or []
         for gpu in workers:

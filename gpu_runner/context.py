@@ -42,6 +42,7 @@ class Context:
         self.reservation: Any = None
         # Set once the run is being closed: a memory wait on another thread gives up (memory_ledger's cancel).
         self.ending = threading.Event()
+        self.open_stages: list[str] = []  # the timed stages under way, on any thread (memory_plan.DeviceUsedWatch)
         self.child_versions: dict[str, Any] = {}  # the solution's child's versions of torch & co, once it loaded
         # KERNELHUB_PAUSE_SOLUTION: the solution's child runs only inside its requests and this evaluation's timed
         # phases (solution_turn); the device lock's holds of each thread, and the exclusive ones of any thread.
@@ -77,9 +78,11 @@ class Context:
     def timed(self, name: str) -> Iterator[None]:
         """Adds the seconds spent inside to result.stage_seconds[name]: where an evaluation's time goes."""
         t0 = time.monotonic()
+        self.open_stages.append(name)
         try:
             yield
         finally:
+            self.open_stages.remove(name)
             spent = self.result.stage_seconds
             spent[name] = round(spent.get(name, 0.0) + time.monotonic() - t0, 3)
 

@@ -31,6 +31,7 @@ from gpu_runner import (
     cleanup,
     config,
     formats,
+    memory_plan,
     sandbox,
     solution_timing,
     sysinfo,
@@ -97,12 +98,16 @@ def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", 
     result.checks["cleanup"] = _sweep(settings)
     run = _Run(problem_source, solution_source, meta, device, seed, on_stage, result, settings)
     run.pool = pool
+    # The GPU's used memory through the evaluation, beside what its plan counted (checks.memory_plan.device_used).
+    watch = memory_plan.DeviceUsedWatch(lambda: list(run.open_stages)).start() if device == "cuda" else None
     try:
         run.execute()
         result.accept()
     except Verdict as v:
         result.set_verdict(v.verdict, v.message, v.rule, trials_passed=run.trials_passed)
     finally:
+        if watch is not None:  # before the children go: their memory is the figure
+            result.checks.setdefault("memory_plan", {})["device_used"] = watch.stop()
         with run.timed("cleanup"):
             run.cleanup()
     if "name" not in result.device:

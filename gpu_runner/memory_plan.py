@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,6 +122,69 @@ def device_free(device: str, settings: config.RunnerConfig | None = None) -> dic
         out["capped_by_env"] = cap
         out["free"] = min(out["free"], cap)
     return out
+
+
+class DeviceUsedWatch:
+    """The GPU's used memory sampled through an evaluation (NVML, every `interval_s`), for the record: what the
+    evaluation held at its peak beside what its plan counted, and in which of its stages. Device-wide: another
+    process's memory on the same GPU (another job of KERNELHUB_GPU_JOBS) is in it too, which `at_start_bytes`
+    shows for the moment the evaluation began. Never fails an evaluation: without NVML it records nothing."""
+
+    def __init__(self, stages: Callable[[], list[str]], interval_s: float = 0.1) -> None:
+        self.stages, self.interval_s = stages, interval_s
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.at_start: int | None = None
+        self.peak: int | None = None
+        self._used: Callable[[], int] = lambda: 0
+        self.peak_stages: list[str] = []
+        self.samples = 0
+        self.error = ""
+
+    def _open(self) -> Callable[[], int]:
+        """A reader of the used bytes (the NVML handle taken once)."""
+        from gpu_runner import sysinfo
+
+        nv = sysinfo._nvml()
+        if nv is None:
+            raise RuntimeError("NVML is not available")
+        handle = nv.nvmlDeviceGetHandleByIndex(sysinfo._visible_index())
+        return lambda: int(nv.nvmlDeviceGetMemoryInfo(handle).used)
+
+    def start(self) -> DeviceUsedWatch:
+        try:
+            self._used = self._open()
+            self.at_start = self.peak = self._used()
+        except Exception as e:  # noqa: BLE001 - a record, not a check
+            self.error = f"{type(e).__name__}: {e}"[:200]
+            return self
+        self.thread = threading.Thread(target=self._run, name="device-used-watch", daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self.stop_event.wait(self.interval_s):
+            try:
+                used = self._used()
+            except Exception as e:  # noqa: BLE001
+                self.error = f"{type(e).__name__}: {e}"[:200]
+                return
+            self.samples += 1
+            if self.peak is None or used > self.peak:
+                self.peak, self.peak_stages = used, self.stages()
+
+    def stop(self) -> dict[str, Any]:
+        self.stop_event.set()
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+        if self.at_start is None:
+            return {"error": self.error or "no reading"}
+        out: dict[str, Any] = {"at_start_bytes": self.at_start, "peak_bytes": self.peak,
+               "peak_over_start_bytes": (self.peak or 0) - self.at_start, "peak_in_stages": self.peak_stages,
+               "samples": self.samples, "interval_s": self.interval_s}
+        if self.error:
+            out["error"] = self.error
+        return out
 
 
 # ----- the footprint cache -----

@@ -1,0 +1,52 @@
+"""memory_plan.DeviceUsedWatch: the GPU's used memory through an evaluation, for the record beside its plan.
+
+NVML is the outside part here: a reader of scripted figures stands in for it (the watch's own logic, the
+peak and the stages under way at the peak, is what these test); without NVML the watch records why, and never
+raises."""
+
+from __future__ import annotations
+
+import time
+
+from gpu_runner import memory_plan
+
+
+class _Scripted(memory_plan.DeviceUsedWatch):
+    """Reading i is taken while stages[i] are under way; after the last, the last again."""
+
+    def __init__(self, readings: list[int], stages: list[list[str]]) -> None:
+        self.readings, self.stage_list, self.taken = readings, stages, 0
+        super().__init__(lambda: self.stage_list[min(self.taken, len(self.stage_list)) - 1], interval_s=0.01)
+
+    def _open(self):  # the reader NVML would give
+        def read() -> int:
+            value = self.readings[min(self.taken, len(self.readings) - 1)]
+            self.taken += 1
+            return value
+        return read
+
+
+def test_the_peak_and_the_stages_under_way_at_it() -> None:
+    gib = 1 << 30
+    watch = _Scripted([10 * gib, 12 * gib, 40 * gib, 30 * gib, 11 * gib],
+                      [["reference_trials"], ["trials"], ["timing"], ["baselines"], ["baselines"]]).start()
+    deadline = time.monotonic() + 5
+    while watch.taken <= len(watch.readings) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    record = watch.stop()
+    assert record["at_start_bytes"] == 10 * gib
+    assert record["peak_bytes"] == 40 * gib
+    assert record["peak_over_start_bytes"] == 30 * gib
+    assert record["peak_in_stages"] == ["timing"]
+    assert record["samples"] >= 4
+    assert watch.thread is not None and not watch.thread.is_alive()
+
+
+def test_without_nvml_it_records_why_and_never_raises(monkeypatch) -> None:
+    from gpu_runner import sysinfo
+
+    monkeypatch.setattr(sysinfo, "_nvml", lambda: None)
+    watch = memory_plan.DeviceUsedWatch(lambda: []).start()
+    record = watch.stop()
+    assert watch.thread is None
+    assert record == {"error": "RuntimeError: NVML is not available"}
