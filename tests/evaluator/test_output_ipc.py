@@ -124,6 +124,13 @@ def test_capability_slots_carry_both_childrens_outputs(monkeypatch):
     transfer = result["checks"]["output_transfer"]
     # Descriptors passed to each child alone: the reference's expected outputs may come back this way too.
     assert {transfer[role]["way"] for role in ("solution", "eager")} == {"cuda_ipc_fd"}, transfer
+    # The GPU's used memory, read from outside through the evaluation: at its peak at least the reference's 2 GiB
+    # input and the solution's input and output were there (a checked trial holds all three), and the plan counted
+    # more than that.
+    used, plan = result["checks"]["memory_plan"]["device_used"], result["checks"]["memory_plan"]["before_trials"]
+    assert used["samples"] > 0 and used["peak_over_start_bytes"] >= 6 << 30, used
+    assert used["peak_in_stages"], used
+    assert plan["needs"]["device"] > 6 << 30, plan
     wrong = evaluate(LARGE, with_forward("return ext.relu_scale(x.contiguous(), self.scale * 1.01)",
                                          base=CUDA_SOLUTION), device="cuda")
     assert wrong["verdict"] == "wrong_answer", wrong["message"]
