@@ -7,11 +7,11 @@ DIR/level1/<N>_<Name>.py, a mirror of KernelBench's tree (import_generations rea
 Each is one self-contained file, as a solution must be, building its kernels through
 torch.utils.cpp_extension.load_inline.
 
-Elementwise (ELEMENTWISE, twelve problems): a float4 grid-stride kernel (and a tail kernel for what is left of
+Elementwise (ELEMENTWISE, thirteen problems): a float4 grid-stride kernel (and a tail kernel for what is left of
 a multiple of four), computing the problem's function in float32 with the accurate CUDA math functions (expf,
-erff, tanhf, expm1f, log1pf), so that the precision rule's comparison against float64 passes. Every problem
-takes one contiguous float32 tensor of 4096 x 393216 (6 GiB); ELU and LeakyReLU also take their constructor's
-parameter, as the reference Model does.
+erff, tanhf, expm1f, log1pf), so that the precision rule's comparison against float64 passes. Every problem but
+one takes one contiguous float32 tensor of 4096 x 393216 (6 GiB); 88_MinGPTNewGelu takes 8192 x 8192 (256 MiB).
+ELU and LeakyReLU also take their constructor's parameter, as the reference Model does.
 
 Reductions over a dimension (REDUCTIONS, six problems: 47-49 and 51-53, sum, mean, max, argmax, argmin, min):
 the constructor takes `dim`, as the reference's does; the extension views the input, made contiguous, as
@@ -59,6 +59,8 @@ ELEMENTWISE: dict[str, tuple[str, tuple[str, float] | None]] = {
     "30_Softsign": ("v / (1.f + fabsf(v))", None),
     "31_ELU": ("v > 0.f ? v : p * expm1f(v)", ("alpha", 1.0)),
     "32_HardTanh": ("fminf(fmaxf(v, -1.f), 1.f)", None),
+    # minGPT's tanh form of GELU, as the problem writes it (sqrt(2 / pi) rounded to float); 8192 x 8192, 256 MiB.
+    "88_MinGPTNewGelu": ("0.5f * v * (1.f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)))", None),
 }
 
 TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/{name}.py (benchmarks/kernelbench_solutions.py wrote it):
