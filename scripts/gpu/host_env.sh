@@ -33,6 +33,9 @@ if [ -z "${KH_HOST_READY:-}" ]; then
     "$PY" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, torch.version.cuda,
 "cuda devices", torch.cuda.device_count())' 2>&1
     "$PY" -c 'import triton, cupy; print("triton", triton.__version__, "cupy", cupy.__version__)' 2>&1 | tail -1
+    # Which cores sit near the GPU: a child on the far NUMA node syncs with it more slowly (the clock audit
+    # compares two processes' host time).
+    lscpu 2>/dev/null | grep -iE '^(model name|numa|socket|thread|core)' ; nvidia-smi topo -m 2>&1 | head -8
   } >> "$OUT/machine.txt"
   export KH_HOST_READY=1
 fi
