@@ -128,7 +128,7 @@ class DeviceUsedWatch:
     """The GPU's used memory sampled through an evaluation (NVML, every `interval_s`), for the record: what the
     evaluation held at its peak beside what its plan counted, and in which of its stages. Device-wide: another
     process's memory on the same GPU (another job of KERNELHUB_GPU_JOBS) is in it too, which `at_start_bytes`
-    shows for the moment the evaluation began. Never fails an evaluation: without NVML it records nothing."""
+    shows for the moment the evaluation began. Never fails an evaluation: without NVML it records why."""
 
     def __init__(self, stages: Callable[[], list[str]], interval_s: float = 0.1) -> None:
         self.stages, self.interval_s = stages, interval_s
@@ -179,9 +179,10 @@ class DeviceUsedWatch:
             self.thread.join(timeout=5)
         if self.at_start is None:
             return {"error": self.error or "no reading"}
-        out: dict[str, Any] = {"at_start_bytes": self.at_start, "peak_bytes": self.peak,
-               "peak_over_start_bytes": (self.peak or 0) - self.at_start, "peak_in_stages": self.peak_stages,
-               "samples": self.samples, "interval_s": self.interval_s}
+        out: dict[str, Any] = {
+            "at_start_bytes": self.at_start, "peak_bytes": self.peak,
+            "peak_over_start_bytes": (self.peak or 0) - self.at_start, "peak_in_stages": self.peak_stages,
+            "samples": self.samples, "interval_s": self.interval_s}
         if self.error:
             out["error"] = self.error
         return out
