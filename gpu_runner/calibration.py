@@ -174,6 +174,11 @@ def calibrate_in_subprocess(*, device: str, pin: str, timeout_s: float = 600) ->
 _last_calibrated_at = time.monotonic()  # serve calibrated every GPU just before starting this worker
 
 
+def due(every_s: float) -> bool:
+    """Whether after_job would re-measure now."""
+    return every_s > 0 and time.monotonic() - _last_calibrated_at >= every_s
+
+
 def after_job(client: Any, *, device: str, worker: str, every_s: float) -> None:
     """After a job, re-measure once every_s seconds (KERNELHUB_CALIBRATE_EVERY_S; 0 or less: never) have passed,
     holding the device's lock alone (gpulock.py), so that no other job of the worker (KERNELHUB_GPU_JOBS) uses the

@@ -20,6 +20,9 @@ from gpu_runner.result import EvaluationResult
 from gpu_runner.session import EvaluatorError, Session, limits, trusted, untrusted
 
 SLOT_MARGIN = 64 * ipc.ALIGN  # room for the alignment of an output's tensors in a lent slot
+# The longest an exclusive phase waits for the warm pool's next processes to finish starting (torch's import):
+# past it they are closed, and the next job starts its own.
+SPARES_SETTLE_S = 120.0
 
 
 def log(msg: str) -> None:
@@ -37,6 +40,7 @@ class Context:
         self.all_sessions: list[Session] = []
         self.started = time.monotonic()
         self.pool: Any = None  # a gpu_runner.warm.WarmPool
+        self.spares_starting = False  # the pool's next processes were started during this evaluation (settle)
         self.device_model = ""  # set by the memory plan, before the trials (reference.Reference.plan_before_trials)
         # What the memory plan reserved in the host's ledger (memory_ledger.py), released when the run is closed.
         self.reservation: Any = None
@@ -95,6 +99,12 @@ class Context:
         holds: list[gpulock.Hold] = []
         depth = getattr(self._thread_holds, "depth", 0)
         running = solution_runs and not shared
+        if not shared and self.spares_starting and self.pool is not None:
+            # No import of the next job's processes (started early, evaluate.py) beside a timed phase.
+            waited = self.pool.settle(SPARES_SETTLE_S)
+            self.spares_starting = False
+            spent = self.result.stage_seconds
+            spent["spares_settle"] = round(spent.get("spares_settle", 0.0) + waited, 3)
         try:
             with gpulock.held(self.device, phase=phase, shared=shared,
                               timeout=self.settings.gpu_lock_timeout_s) as hold:

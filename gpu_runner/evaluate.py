@@ -222,6 +222,12 @@ class _Run(Context):
             ref.start()
             self.stage("compiling")
             sol = self.session("solution", on_build=self._on_build)
+            if self.pool is not None and self.device == "cuda":
+                # The next job's processes start now, while this one loads and checks: their import of torch
+                # (3-11 s on the GPU hosts) had been the next job's wait for its reference's load. Every exclusive
+                # phase of this evaluation first waits for them to finish starting (device_lock).
+                self.pool.refill()
+                self.spares_starting = True
         # Before any input exists: does the problem fit at all (seconds, not a CUDA OOM or the host's OOM killer
         # minutes later)? The solution's child imports meanwhile.
         with self.timed("memory_plan"):

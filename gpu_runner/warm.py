@@ -18,6 +18,7 @@ a reference.ReferenceData).
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -67,7 +68,9 @@ class WarmPool:
         self.references = ReferenceCache(REFERENCE_CACHE_BYTES[device])
         # (role, pid) of every process handed out, in order: one entry per job, never the same pid twice.
         self.handed_out: list[tuple[str, int]] = []
+        self.settled: set[int] = set()  # pids of spares that answered a ping: started (settle)
         self.lock = threading.Lock()
+        self.settle_lock = threading.Lock()
         # The parent's comparisons make a dozen output-sized temporaries (float64): kept, they are not
         # page-faulted in full every time (one comparison of a 16 MiB output took half as long).
         self.keeps_freed_memory = keep_freed_memory(1 << 30) > 0
@@ -88,6 +91,31 @@ class WarmPool:
                 session = Session(role, device=self.device, limits_=limits(self.device, role))
                 session.prestarted = True
                 self.spares[role] = session
+
+    def settle(self, timeout_s: float) -> float:
+        """Wait until every spare has finished starting (its import of torch; it answers a ping once it waits for
+        its job), at most `timeout_s` seconds in all; returns the seconds waited. An evaluation calls it before its
+        timed phases where the spares were started during it (refill_early), so that no import runs beside one.
+        A spare that dies or does not answer in time is closed (the next refill replaces it)."""
+        from gpu_runner.session import ChildGone
+
+        t0 = time.monotonic()
+        with self.settle_lock:  # one caller at a time: two pings on one channel would cross
+            with self.lock:
+                pending = [(role, s) for role, s in self.spares.items() if s.child.proc.pid not in self.settled]
+            for role, session in pending:
+                left = timeout_s - (time.monotonic() - t0)
+                try:
+                    if left <= 0:
+                        raise ChildGone("did not finish starting in time", True)
+                    session.request("ping", timeout=left)
+                    self.settled.add(session.child.proc.pid)
+                except ChildGone:
+                    with self.lock:
+                        if self.spares.get(role) is session:
+                            del self.spares[role]
+                    session.close()
+        return time.monotonic() - t0
 
     def take(self, role: str) -> Any:
         """The pre-started process for `role`, handed out once; None when there is none alive (start cold)."""

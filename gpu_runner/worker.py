@@ -114,6 +114,9 @@ def evaluate_job(job: dict[str, Any]) -> str:
         outcome = run_job(client, job, keepalive_s=SETTINGS.keepalive_s)
         label = SETTINGS.worker_label
         if label:
+            pool = _warm_pools.get(str(job.get("device")))
+            if pool is not None and calibration.due(SETTINGS.calibrate_every_s):
+                pool.settle(120.0)  # the next job's processes, started during this one, have finished starting
             # Between two jobs this worker's GPU is idle: the only time a measurement is not disturbed.
             calibration.after_job(client, device=str(job.get("device", "cpu")), worker=label,
                                   every_s=SETTINGS.calibrate_every_s)

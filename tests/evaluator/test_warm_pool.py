@@ -112,3 +112,41 @@ def test_a_solution_process_waiting_for_its_job_has_not_initialised_cuda():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "cuda initialised: False" in done.stdout
+
+
+def test_settle_waits_for_the_spares_to_finish_starting_once(pool):
+    spares = {role: s.child.proc.pid for role, s in pool.spares.items()}
+    assert set(spares) == set(warm.ROLES)
+    pool.settle(120.0)
+    assert set(spares.values()) <= pool.settled  # each answered a ping: torch imported, waiting for its job
+    again = pool.settle(120.0)
+    assert again < 0.5  # nothing left to wait for
+    # A spare that died while waiting is dropped (the next refill starts another), never waited for.
+    dead = pool.spares["eager"]
+    psutil.Process(sandbox._harness_pid(dead.child)).kill()  # the child's Python process (under unshare too)
+    dead.child.proc.wait(timeout=30)
+    pool.settled.discard(dead.child.proc.pid)
+    pool.settle(30.0)
+    assert "eager" not in pool.spares and "solution" in pool.spares
+    pool.refill()
+    assert pool.spares["eager"].child.proc.pid != spares["eager"]
+
+
+@pytest.mark.slow
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda.is_available() is False)")
+def test_on_a_gpu_the_next_jobs_processes_start_during_this_one_and_are_started_before_its_timing():
+    gpu_pool = warm.WarmPool("cuda")
+    gpu_pool.refill()
+    try:
+        first = {role: s.child.proc.pid for role, s in gpu_pool.spares.items()}
+        result = evaluate(PROBLEM, HONEST, device="cuda", seed=5, pool=gpu_pool)
+        assert result["verdict"] == "accepted", result["message"]
+        # The spares for the next job were started during this one, and had finished starting before its first
+        # exclusive phase (the wait is on record, however short).
+        assert "spares_settle" in result["stage_seconds"]
+        nxt = {role: s.child.proc.pid for role, s in gpu_pool.spares.items()}
+        assert set(nxt) == set(warm.ROLES) and not set(nxt.values()) & set(first.values())
+        assert set(nxt.values()) <= gpu_pool.settled
+    finally:
+        gpu_pool.close()
