@@ -101,10 +101,9 @@ class Context:
         running = solution_runs and not shared
         if not shared and self.spares_starting and self.pool is not None:
             # No import of the next job's processes (started early, evaluate.py) beside a timed phase.
-            waited = self.pool.settle(SPARES_SETTLE_S)
+            with self.timed("spares_settle"):
+                self.pool.settle(SPARES_SETTLE_S)
             self.spares_starting = False
-            spent = self.result.stage_seconds
-            spent["spares_settle"] = round(spent.get("spares_settle", 0.0) + waited, 3)
         try:
             with gpulock.held(self.device, phase=phase, shared=shared,
                               timeout=self.settings.gpu_lock_timeout_s) as hold:

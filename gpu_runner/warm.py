@@ -94,8 +94,8 @@ class WarmPool:
 
     def settle(self, timeout_s: float) -> float:
         """Wait until every spare has finished starting (its import of torch; it answers a ping once it waits for
-        its job), at most `timeout_s` seconds in all; returns the seconds waited. An evaluation calls it before its
-        timed phases where the spares were started during it (refill_early), so that no import runs beside one.
+        its job), at most `timeout_s` seconds in all; returns the seconds waited. An evaluation that started the spares
+        during itself (on a GPU, evaluate.py) calls it before its timed phases, so that no import runs beside one.
         A spare that dies or does not answer in time is closed (the next refill replaces it)."""
         from gpu_runner.session import ChildGone
 
@@ -127,6 +127,7 @@ class WarmPool:
             session.close()
             return None
         self.handed_out.append((role, session.child.proc.pid))
+        self.settled.discard(session.child.proc.pid)  # handed out: no longer a spare
         return session
 
     def close(self) -> None:
