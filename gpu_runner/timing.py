@@ -345,17 +345,21 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
         fresh_positions = _fresh_positions(rng, batch, run_calls, half=short)
         perturb = _changes(rng, batch, fresh_positions, perturbable)
         batch_times: list[float] = []
+        own_times: list[float] = []
         recorded: list[bool] = []
         for positions in _runs(batch, run_calls, fresh_positions):
-            run_times, record = loop.time_run(positions, order, perturb, fresh=positions[0] in fresh_positions)
+            fresh_run = positions[0] in fresh_positions
+            run_times, record = loop.time_run(positions, order, perturb, fresh=fresh_run)
             batch_times += run_times
+            own_times += loop.run_calls_own
             recorded += [record and loop.checked_side] * len(positions)
+            loop.fresh_runs += int(fresh_run and not (record and loop.checked_side))
         if check_batch is not None:
             # Picked after the batch ran, so the solution cannot know which calls are checked.
             positions = sorted(rng.sample(range(len(order)), k=max(1, min(most_checks, len(order) // 3))))
             check_batch(positions, order, perturb)
             loop.checked += len(positions)
-        loop.account(order, perturb, batch_times, recorded)
+        loop.account(order, perturb, batch_times, recorded, own_times)
         stats = summarize(loop.times)
         # The clock audit wants AUDIT_MIN calls for a useful bound: the loop goes on for them, up to twice its budget.
         audited = null_call is None or len(loop.audits) >= AUDIT_MIN or time.monotonic() > budget_end + budget_s
@@ -379,7 +383,7 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
     if audit is not None and first_null_s is not None:
         audit["first_null_call_dropped_us"] = round(first_null_s * 1e6, 1)
     wall_per_call_us, b2b_host_us = _wall_per_call_us(session, rng, n_sets, len(times))
-    fresh = _fresh_check(loop.fresh_times, loop.reused_times, judged=check_batch is not None)
+    fresh = _fresh_check(loop.fresh_times, loop.reused_times, judged=check_batch is not None, runs=loop.fresh_runs)
     return TimingResult(times_us=times, stats=summarize(times), calls=loop.calls, checked_calls=loop.checked,
                         memo=_memo(loop.first_seen, loop.repeats), fresh=fresh, wall_per_call_us=wall_per_call_us,
                         clock_audit=audit, tail=_tail_summary(loop, tail_allowance_us),
@@ -428,8 +432,12 @@ class _Loop:
         self.escaped: list[float] = []  # per call, the time added for a tail beyond the allowance
         self.first_seen: dict[int, float] = {}
         self.repeats: list[float] = []
+        # The fresh-input comparison's samples: each call's own figure (its window and tail as the child reported
+        # them), not its run's mean; and how many runs the fresh ones came from.
         self.fresh_times: list[float] = []
         self.reused_times: list[float] = []
+        self.fresh_runs = 0
+        self.run_calls_own: list[float] = []  # the latest run's calls, each its own figure
         self.audits: list[AuditEntry] = []  # clock_audit's entries
         self.samples: list[dict[str, Any]] | None = [] if samples else None  # KERNELHUB_AUDIT_SAMPLES
         self.head_start_max_us = head_start_max_us
@@ -479,6 +487,7 @@ class _Loop:
         # replay on it (_runs keeps them out of the other calls' runs).
         if self.null_call is not None and not record and not fresh and self.rng.randrange(AUDIT_ONE_IN) == 0:
             self._audit_run(positions, order, perturb, run_times, wall_us, cpu_us, faults, heads)
+        self.run_calls_own = list(run_times)
         if len(run_times) > 1:
             # Of a run the parent's clock sees only the total: the child could move time between its calls (a paced
             # clock: four calls at half, one at three times) and keep the total, halving the median, which the audit
@@ -503,14 +512,17 @@ class _Loop:
                                  "null_faults": null_faults, "null_phases_us": null_phases,
                                  "request_phases_us_reported": self.run_phases})
 
-    def account(self, order: list[int], perturb: list[Any], batch_times: list[float], recorded: list[bool]) -> None:
-        """A batch's calls into the statistics (the op-recorded ones left out) and the comparisons' samples."""
+    def account(self, order: list[int], perturb: list[Any], batch_times: list[float], recorded: list[bool],
+                own_times: list[float] | None = None) -> None:
+        """A batch's calls into the statistics (the op-recorded ones left out) and the comparisons' samples.
+        own_times: each call's own figure where batch_times holds its run's mean (the fresh-input comparison's)."""
         self.calls += len(batch_times)
         self.all_times += batch_times
-        for change, k, t, rec in zip(perturb, order, batch_times, recorded, strict=True):
+        own = own_times if own_times is not None else batch_times
+        for change, k, t, t_own, rec in zip(perturb, order, batch_times, own, recorded, strict=True):
             if rec:
                 continue
-            (self.fresh_times if change and change[0] == "fresh" else self.reused_times).append(t)
+            (self.fresh_times if change and change[0] == "fresh" else self.reused_times).append(t_own)
             if k in self.first_seen:
                 self.repeats.append(t)
             else:
@@ -563,9 +575,14 @@ def _memo(first_seen: dict[int, float], repeats: list[float]) -> dict[str, Any] 
             "suspicious": len(first_seen) >= 3 and rep_med < MEMO_RATIO * first_med}
 
 
-def _fresh_check(fresh_times: list[float], reused_times: list[float], *, judged: bool) -> dict[str, Any] | None:
+def _fresh_check(fresh_times: list[float], reused_times: list[float], *, judged: bool,
+                 runs: int | None = None) -> dict[str, Any] | None:
     """Calls on regenerated sets against calls on reused ones; for the solution (judged), TimingRejected
-    ("memoization") where the reused ones are much faster."""
+    ("memoization") where the reused ones are much faster. Each call counts by its own figure, also where calls
+    go in runs: the statistics give a run's calls its mean (so that a child cannot move time between them), and
+    then one slow call (a hiccup of the host or the device) moves every fresh call of its run at once, where a
+    short timing has only one or two such runs. This comparison is about work a kernel skips, which shows in
+    every call it skips it on, not about the clock (the audit's). runs: how many runs the fresh calls came from."""
     if len(fresh_times) < FRESH_MIN_CALLS or len(reused_times) < FRESH_MIN_CALLS:
         return None
     fresh_med, reused_med = statistics.median(fresh_times), statistics.median(reused_times)
@@ -574,7 +591,10 @@ def _fresh_check(fresh_times: list[float], reused_times: list[float], *, judged:
     # even the fastest fresh calls.
     fresh_bound = median_lower_bound(fresh_times)
     fresh = {"fresh_calls": len(fresh_times), "fresh_median_us": fresh_med, "reused_median_us": reused_med,
-             "fresh_lower_bound_us": fresh_bound, "ok": reused_med >= FRESH_RATIO * fresh_bound}
+             "fresh_lower_bound_us": fresh_bound, "ok": reused_med >= FRESH_RATIO * fresh_bound,
+             "fresh_min_us": min(fresh_times), "reused_calls": len(reused_times)}
+    if runs is not None:
+        fresh["fresh_runs"] = runs
     if not fresh["ok"] and judged:
         raise TimingRejected(
             "memoization",

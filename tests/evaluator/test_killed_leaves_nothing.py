@@ -97,7 +97,7 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path, device):
     nxt = subprocess.run(_command(device), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert nxt.returncode == 0, nxt.stderr[-3000:]
     result = json.loads(nxt.stdout)
-    assert result["verdict"] == "accepted", result["message"]
+    assert result["verdict"] == "accepted", (result["message"], result["checks"].get("fresh_inputs"))
     assert sorted(result["checks"]["cleanup"]["removed"]) == stale
     assert "cleanup (evaluation start): removed" in nxt.stderr
     left_running = _gone(children, 10)

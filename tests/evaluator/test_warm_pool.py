@@ -11,7 +11,7 @@ import torch
 from gpu_runner import sandbox, warm
 from gpu_runner.config import RunnerConfig
 from gpu_runner.evaluate import evaluate
-from tests.evaluator.helpers import HONEST, PROBLEM
+from tests.evaluator.helpers import FIXTURES, HONEST, PROBLEM
 
 
 @pytest.fixture
@@ -140,7 +140,10 @@ def test_on_a_gpu_the_next_jobs_processes_start_during_this_one_and_are_started_
     gpu_pool.refill()
     try:
         first = {role: s.child.proc.pid for role, s in gpu_pool.spares.items()}
-        result = evaluate(PROBLEM, HONEST, device="cuda", seed=5, pool=gpu_pool)
+        # The CUDA solution of the same problem (HONEST is its C++ one: on CUDA tensors it reads device pointers on
+        # the host, and its process dies of SIGSEGV in its first trial, as on the H100 on 2026-12-05).
+        result = evaluate(PROBLEM, (FIXTURES / "relu_scale_cuda.py").read_text(), device="cuda", seed=5,
+                          pool=gpu_pool)
         assert result["verdict"] == "accepted", result["message"]
         # The spares for the next job were started during this one, and had finished starting before its first
         # exclusive phase (the wait is on record, however short).
