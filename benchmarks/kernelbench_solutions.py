@@ -1,5 +1,5 @@
-"""Writes honest CUDA solutions for KernelBench level 1's elementwise, dimension-reduction and softmax
-problems, for benchmarks/kernelbench_batch.py.
+"""Writes honest CUDA solutions for KernelBench level 1's elementwise, scalar-multiplication,
+dimension-reduction, softmax, normalization, loss and scan problems, for benchmarks/kernelbench_batch.py.
 
     python benchmarks/kernelbench_solutions.py --out DIR
 
@@ -32,12 +32,44 @@ in a fixed order; the second writes expf(x - M) / S (by a reciprocal held in two
 (in float64), float4 loads and stores where x's and y's rows are 16-byte aligned alike. A NaN makes its row
 NaN, as in torch.
 
+Scalar multiplication (SCALINGS, 5_Matrix_scalar_multiplication, forward(A, s) with a Python float s, A of
+65536 x 16384, 4 GiB): each element times s in float64, rounded once; a grid-stride kernel, float4 where A
+and C are 16-byte aligned, then the last n % 4 elements.
+
+Row norms (ROW_NORMS, 38_L1Norm_ and 39_L2Norm_, x / mean(|x|) and x / norm(x) over dim 1 of a 32768 x 65535
+float32 x, 8 GiB; only two-dimensional inputs): one block of 512 threads per row, scalar loads (rows of 65535
+floats are not 16-byte aligned), the row's sum of |x| or x * x in float64 folded in a fixed order, the factor
+(R / sum or 1 / sqrt(sum)) in float64, and x times it rounded once.
+
+Frobenius norm (FROBENIUS_NORMS, 37_FrobeniusNorm_, x / torch.norm(x, p='fro') over 112 x 64 x 512 x 512, 7 GiB):
+the sum of squares in float64 over a fixed grid of 2048 blocks, each block's sum to its own slot of a buffer, a
+one-block kernel folding those in a fixed order into 1 / sqrt(sum), then x times it; no atomics, no host sync.
+
+RMS norm (RMS_NORMS, 36_RMSNorm_, x / sqrt(mean(x ** 2, dim=1) + eps) over 112 x 64 x 512 x 512; the
+constructor takes num_features and eps, as the reference's does): one thread per (batch, inner) position,
+adjacent threads at adjacent inner positions, the 64 features summed in float64, then written.
+
+Losses (LOSSES, 94_MSELoss, 96_HuberLoss, 98_KLDivLoss, 100_HingeLoss, a 0-dim float32 result): each term in
+float64 (KL's logs too), summed per block over a grid fixed by the element count, the blocks' sums folded by a
+second kernel in a fixed order and divided (by the count, or by predictions.size(0) for KL's batchmean). The
+hinge loss's targets (32768,) broadcast along the last dim of its predictions (32768 x 32768), as in torch.
+
+Scans (SCANS, 89_cumsum, 91_cumsum_reverse, 92_cumsum_exclusive, 93_masked_cumsum, over dim 1 of 32768 x
+32768, 4 GiB; the constructor takes `dim`, and any dim but the last is refused): one block of 256 threads per
+row, in tiles of 2048 loaded into shared memory, each thread's 8 contiguous elements summed in float64, a
+block scan of those sums in float64, and each output the float64 running sum rounded once (reversed for 91;
+the element itself left out for 92, whose reference prepends a zero column; x * mask for 93).
+
 The kernels are written here once, from a template and a table for each family, rather than twenty copies.
+The first three families' templates go through str.format (C++ braces doubled); the later ones through _fill,
+a plain @KEY@ substitution, so that their C++ is written as C++ has it.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -469,6 +501,711 @@ class ModelNew(nn.Module):
 '''
 
 
+# The families below fill their templates by plain substitution (_fill: @KEY@ -> text), not str.format, so
+# that their C++ braces are written as C++ has them. Pieces shared by several templates:
+
+_HEADERS = """#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <vector>"""
+
+_BLOCK_SUM = """// The sum of v over the block's THREADS threads (a power of two), in float64 and in
+// a fixed order (a tree over shared memory sh[THREADS]); every thread gets it. Every thread of the block
+// calls it, once.
+__device__ __forceinline__ double block_sum(double v, double* sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half >>= 1) {
+        if ((int)threadIdx.x < half) sh[threadIdx.x] += sh[threadIdx.x + half];
+        __syncthreads();
+    }
+    return sh[0];
+}"""
+
+# Whether a float32 pointer may be read as float4s.
+_ALIGNED = """inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }"""
+
+# A shape for a message (integers reach TORCH_CHECK's messages as strings: see SOFTMAX_TEMPLATE).
+_SHAPE_STRING = """std::string shape_string(c10::IntArrayRef s) {
+    std::string r = "(";
+    for (size_t k = 0; k < s.size(); ++k) r += (k ? ", " : "") + std::to_string(s[k]);
+    return r + ")";
+}"""
+
+
+def _fill(template: str, **values: str) -> str:
+    """template with each @KEY@ replaced by values[KEY]; every placeholder must be filled."""
+    for key, value in values.items():
+        if f"@{key}@" not in template:
+            raise KeyError(f"no @{key}@ in the template")
+        template = template.replace(f"@{key}@", value)
+    left = re.findall(r"@[A-Z0-9_]+@", template)
+    if left:
+        raise KeyError(f"unfilled placeholders: {sorted(set(left))}")
+    return template
+
+
+# KernelBench level-1 files of the scalar multiplication family (one problem): forward(A, s), s a float.
+SCALINGS = ("5_Matrix_scalar_multiplication",)
+
+SCALING_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py: C = A * s, for a float32 A and a Python float s.
+
+Each element is multiplied by s in float64 and rounded once to float32 (the correctly rounded product). One
+grid-stride kernel: float4 loads and stores where A's and C's data are 16-byte aligned (then the last n % 4
+elements one by one), scalars otherwise. 64-bit indices throughout."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = "torch::Tensor scale(torch::Tensor a, double s);"
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 256;
+constexpr int64_t MAX_BLOCKS = 4096;
+
+@ALIGNED@
+
+__device__ __forceinline__ float mul(float v, double s) { return (float)((double)v * s); }
+
+// Elements [0, 4 * n4) as n4 float4s, then [4 * n4, n) one by one; both loops grid-stride.
+__global__ void scale_kernel(const float* __restrict__ a, float* __restrict__ c, int64_t n, int64_t n4,
+                             double s) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const float4* a4 = reinterpret_cast<const float4*>(a);
+    float4* c4 = reinterpret_cast<float4*>(c);
+    for (int64_t i = first; i < n4; i += stride) {
+        const float4 v = a4[i];
+        c4[i] = make_float4(mul(v.x, s), mul(v.y, s), mul(v.z, s), mul(v.w, s));
+    }
+    for (int64_t i = 4 * n4 + first; i < n; i += stride) c[i] = mul(a[i], s);
+}
+
+torch::Tensor scale(torch::Tensor a, double s) {
+    TORCH_CHECK(a.is_cuda(), "A must be a CUDA tensor");
+    TORCH_CHECK(a.scalar_type() == torch::kFloat32, "A must be float32");
+    TORCH_CHECK(a.is_contiguous(), "A must be contiguous");
+    const c10::cuda::CUDAGuard guard(a.device());
+    auto c = torch::empty_like(a, at::MemoryFormat::Contiguous);
+    const int64_t n = a.numel();
+    if (n == 0) return c;
+    const float* ap = a.data_ptr<float>();
+    float* cp = c.data_ptr<float>();
+    const int64_t n4 = aligned16(ap) && aligned16(cp) ? n / 4 : 0;
+    const int64_t work = std::max<int64_t>(n4, n - 4 * n4);  // the longer loop's length
+    const int64_t blocks = std::min<int64_t>((work + THREADS - 1) / THREADS, MAX_BLOCKS);
+    scale_kernel<<<(unsigned)blocks, THREADS, 0, at::cuda::getCurrentCUDAStream()>>>(ap, cp, n, n4, s);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return c;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["scale"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, s):
+        return _ext.scale(A.contiguous(), float(s))
+'''
+
+
+# KernelBench level-1 file -> (the reference's computation, the float64 term of one element `v` summed over
+# the row, the float64 factor `inv` that multiplies each element, from the row's sum `sum` and its length
+# `R`).
+ROW_NORMS: dict[str, tuple[str, str, str]] = {
+    "38_L1Norm_": ("x / torch.mean(torch.abs(x), dim=1, keepdim=True)", "fabs((double)v)", "(double)R / sum"),
+    "39_L2Norm_": ("x / torch.norm(x, p=2, dim=1, keepdim=True)", "(double)v * (double)v", "1.0 / sqrt(sum)"),
+}
+
+ROW_NORM_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py:
+
+    y = @CALL@
+
+for a contiguous float32 x of two dimensions (dim 1 is the last; another shape is refused).
+
+One block of 512 threads per row and two passes over it, scalar loads (the problem's rows of 65535 floats are
+not 16-byte aligned). The first sums @TERM@ over the row in float64, each thread over its elements
+j = t, t + 512, ..., then over the block in a fixed order (a tree in shared memory). The factor
+inv = @INV@ is computed in float64, and the second pass writes x * inv, rounded once to float32.
+A row of zeros gives NaN (0 / 0), as in torch."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = "torch::Tensor normalize_rows(torch::Tensor x);"
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 512;
+
+@BLOCK_SUM@
+
+// The term of one element, summed over the row.
+__device__ __forceinline__ double term(float v) { return @TERM@; }
+
+// The factor that multiplies each element of a row, from the sum of its terms and its length R.
+__device__ __forceinline__ double factor(double sum, int64_t R) { return @INV@; }
+
+// x and y are (rows, R), contiguous; block b does row b.
+__global__ void __launch_bounds__(THREADS) normalize_rows_kernel(const float* __restrict__ x,
+                                                                 float* __restrict__ y, int64_t R) {
+    __shared__ double sh[THREADS];
+    const float* xr = x + (int64_t)blockIdx.x * R;
+    float* yr = y + (int64_t)blockIdx.x * R;
+    double s = 0.0;
+#pragma unroll 4
+    for (int64_t j = threadIdx.x; j < R; j += THREADS) s += term(xr[j]);
+    const double inv = factor(block_sum(s, sh), R);
+#pragma unroll 4
+    for (int64_t j = threadIdx.x; j < R; j += THREADS) yr[j] = (float)((double)xr[j] * inv);
+}
+
+torch::Tensor normalize_rows(torch::Tensor x) {
+    TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "x must be float32");
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
+    TORCH_CHECK(x.dim() == 2, "x must have two dimensions (normalized over dim 1, the last), got ",
+                std::to_string(x.dim()));
+    const c10::cuda::CUDAGuard guard(x.device());
+    auto y = torch::empty_like(x, at::MemoryFormat::Contiguous);
+    const int64_t rows = x.size(0), R = x.size(1);
+    if (rows == 0 || R == 0) return y;
+    TORCH_CHECK(rows <= INT_MAX, "too many rows: ", std::to_string(rows));
+    normalize_rows_kernel<<<(unsigned)rows, THREADS, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), y.data_ptr<float>(), R);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["normalize_rows"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return _ext.normalize_rows(x.contiguous())
+'''
+
+
+# KernelBench level-1 files of the Frobenius norm family (one problem): x / torch.norm(x, p='fro').
+FROBENIUS_NORMS = ("37_FrobeniusNorm_",)
+
+FROBENIUS_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py: y = x / torch.norm(x, p='fro'), for a contiguous float32 x of any shape.
+
+Three kernels on the stream, no synchronization with the host. The first sums x * x in float64 over a fixed
+grid of 2048 blocks (grid-stride, float4 loads where x is 16-byte aligned), each block's sum folded in a fixed
+order and written to its own slot of a float64 buffer. The second, one block, folds the 2048 partial sums in a
+fixed order and writes inv = 1 / sqrt(sum) (float64). The third writes x * inv, rounded once to float32.
+No atomics: the result is the same from run to run. A tensor of zeros gives NaN (0 / 0), as in torch."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = "torch::Tensor frobenius_normalize(torch::Tensor x);"
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 256;
+constexpr int PARTS = 2048;           // blocks of the first kernel: fixed, so is the summation order
+constexpr int64_t MAX_BLOCKS = 4096;  // of the last kernel
+
+@ALIGNED@
+
+@BLOCK_SUM@
+
+// Block b writes to part[b] the sum of x * x over its elements: float4s i = first, first + stride, ... below
+// n4, then the scalars from 4 * n4 likewise.
+__global__ void __launch_bounds__(THREADS) sum_squares(const float* __restrict__ x, int64_t n, int64_t n4,
+                                                       double* __restrict__ part) {
+    __shared__ double sh[THREADS];
+    const int64_t stride = (int64_t)gridDim.x * THREADS;
+    const int64_t first = (int64_t)blockIdx.x * THREADS + threadIdx.x;
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+    double s = 0.0;
+    for (int64_t i = first; i < n4; i += stride) {
+        const float4 v = x4[i];
+        s += ((double)v.x * (double)v.x + (double)v.y * (double)v.y) +
+             ((double)v.z * (double)v.z + (double)v.w * (double)v.w);
+    }
+    for (int64_t i = 4 * n4 + first; i < n; i += stride) s += (double)x[i] * (double)x[i];
+    const double b = block_sum(s, sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+// One block: *inv = 1 / sqrt(the sum of part[0, parts)), folded in a fixed order.
+__global__ void __launch_bounds__(THREADS) inverse_norm(const double* __restrict__ part, int parts,
+                                                        double* __restrict__ inv) {
+    __shared__ double sh[THREADS];
+    double s = 0.0;
+    for (int i = threadIdx.x; i < parts; i += THREADS) s += part[i];
+    const double total = block_sum(s, sh);
+    if (threadIdx.x == 0) *inv = 1.0 / sqrt(total);
+}
+
+__device__ __forceinline__ float mul(float v, double s) { return (float)((double)v * s); }
+
+// y = x * (*inv), float4s then scalars as in sum_squares.
+__global__ void scale_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n, int64_t n4,
+                             const double* __restrict__ inv) {
+    const double s = *inv;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+    float4* y4 = reinterpret_cast<float4*>(y);
+    for (int64_t i = first; i < n4; i += stride) {
+        const float4 v = x4[i];
+        y4[i] = make_float4(mul(v.x, s), mul(v.y, s), mul(v.z, s), mul(v.w, s));
+    }
+    for (int64_t i = 4 * n4 + first; i < n; i += stride) y[i] = mul(x[i], s);
+}
+
+torch::Tensor frobenius_normalize(torch::Tensor x) {
+    TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "x must be float32");
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
+    const c10::cuda::CUDAGuard guard(x.device());
+    auto y = torch::empty_like(x, at::MemoryFormat::Contiguous);
+    const int64_t n = x.numel();
+    if (n == 0) return y;
+    // part[0, PARTS): the blocks' sums; part[PARTS]: 1 / the norm. Every slot is written before it is read.
+    auto part = torch::empty({PARTS + 1}, x.options().dtype(torch::kFloat64));
+    double* pp = part.data_ptr<double>();
+    const float* xp = x.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    const int64_t n4x = aligned16(xp) ? n / 4 : 0;
+    const int64_t n4y = aligned16(xp) && aligned16(yp) ? n / 4 : 0;
+    auto stream = at::cuda::getCurrentCUDAStream();
+    sum_squares<<<PARTS, THREADS, 0, stream>>>(xp, n, n4x, pp);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    inverse_norm<<<1, THREADS, 0, stream>>>(pp, PARTS, pp + PARTS);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const int64_t work = std::max<int64_t>(n4y, n - 4 * n4y);  // the longer loop's length
+    const int64_t blocks = std::min<int64_t>((work + THREADS - 1) / THREADS, MAX_BLOCKS);
+    scale_kernel<<<(unsigned)blocks, THREADS, 0, stream>>>(xp, yp, n, n4y, pp + PARTS);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["frobenius_normalize"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return _ext.frobenius_normalize(x.contiguous())
+'''
+
+
+# KernelBench level-1 files of the RMS norm family (one problem): x / sqrt(mean(x ** 2, dim=1) + eps).
+RMS_NORMS = ("36_RMSNorm_",)
+
+RMS_NORM_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py: y = x / sqrt(mean(x ** 2, dim=1, keepdim=True) + eps), for a contiguous
+float32 x of at least two dimensions, viewed as (B, C, inner) (inner: the product of the dims after 1).
+
+One thread per (b, i) position, adjacent threads at adjacent inner positions i (so a warp's loads coalesce),
+grid-stride. It sums x * x over the C features in float64, in order, computes inv = 1 / sqrt(sum / C + eps) in
+float64, and writes x * inv for each feature, rounded once to float32. Like the reference, the number of
+features is x.size(1), whatever num_features says."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = "torch::Tensor rms_normalize(torch::Tensor x, double eps);"
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 256;
+constexpr int64_t MAX_BLOCKS = 1 << 20;
+
+// x and y are (B, C, inner), contiguous; position p = b * inner + i.
+__global__ void __launch_bounds__(THREADS) rms_normalize_kernel(const float* __restrict__ x,
+                                                                float* __restrict__ y, int64_t B, int64_t C,
+                                                                int64_t inner, double eps) {
+    const int64_t positions = B * inner;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < positions; p += stride) {
+        const int64_t b = p / inner, i = p - b * inner;
+        const float* xp = x + b * C * inner + i;
+        float* yp = y + b * C * inner + i;
+        double s = 0.0;
+#pragma unroll 8
+        for (int64_t c = 0; c < C; ++c) {
+            const double v = xp[c * inner];
+            s += v * v;
+        }
+        const double inv = 1.0 / sqrt(s / (double)C + eps);
+#pragma unroll 8
+        for (int64_t c = 0; c < C; ++c) yp[c * inner] = (float)((double)xp[c * inner] * inv);
+    }
+}
+
+torch::Tensor rms_normalize(torch::Tensor x, double eps) {
+    TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "x must be float32");
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
+    TORCH_CHECK(x.dim() >= 2, "x must have at least two dimensions (features are dim 1), got ",
+                std::to_string(x.dim()));
+    const c10::cuda::CUDAGuard guard(x.device());
+    auto y = torch::empty_like(x, at::MemoryFormat::Contiguous);
+    if (x.numel() == 0) return y;
+    const int64_t B = x.size(0), C = x.size(1), inner = x.numel() / (B * C);
+    const int64_t blocks = std::min<int64_t>((B * inner + THREADS - 1) / THREADS, MAX_BLOCKS);
+    rms_normalize_kernel<<<(unsigned)blocks, THREADS, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), y.data_ptr<float>(), B, C, inner, eps);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["rms_normalize"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, num_features: int, eps: float = 1e-5):
+        super().__init__()
+        self.num_features = int(num_features)
+        self.eps = float(eps)
+
+    def forward(self, x):
+        return _ext.rms_normalize(x.contiguous(), self.eps)
+'''
+
+
+class Loss(NamedTuple):
+    """One loss of LOSS_TEMPLATE: a mean (or a sum over the batch) of a term of each pair of elements."""
+
+    call: str  # the reference's computation
+    term: str  # the body of term(p, t): the float64 term of a prediction p and its target t (doubles)
+    broadcast: bool  # targets may have the shape of predictions' trailing dims (broadcast over the leading)
+    batchmean: bool  # the sum is divided by predictions.size(0) (reduction='batchmean'), else by the count
+    note: str  # for the solution's docstring
+
+
+LOSSES: dict[str, Loss] = {
+    "94_MSELoss": Loss(
+        "torch.mean((predictions - targets) ** 2)",
+        "const double d = p - t;\n    return d * d;",
+        False,
+        False,
+        "The term: (p - t) ** 2.",
+    ),
+    "96_HuberLoss": Loss(
+        "torch.nn.functional.smooth_l1_loss(predictions, targets)",
+        "const double d = fabs(p - t);\n    return d < 1.0 ? 0.5 * d * d : d - 0.5;",
+        False,
+        False,
+        "The term: 0.5 * d * d where d = |p - t| < 1 (beta, torch's default), else d - 0.5.",
+    ),
+    "98_KLDivLoss": Loss(
+        "torch.nn.functional.kl_div(torch.log(predictions), targets, reduction='batchmean')",
+        "return (t == 0.0 ? 0.0 : t * log(t)) - t * log(p);",
+        False,
+        True,
+        "The term: xlogy(t, t) - t * log(p) (0 where t == 0, as torch's xlogy), logs in float64; the sum is\n"
+        "divided by predictions.size(0) (reduction='batchmean').",
+    ),
+    "100_HingeLoss": Loss(
+        "torch.mean(torch.clamp(1 - predictions * targets, min=0))",
+        "const double v = 1.0 - p * t;\n    return v < 0.0 ? 0.0 : v;  // NaN stays NaN, as in torch's clamp",
+        True,
+        False,
+        "The term: max(1 - p * t, 0). Targets broadcast as in torch: the problem's targets, (32768,), meet\n"
+        "predictions (32768, 32768) along the last dim (element (i, j) takes targets[j]).",
+    ),
+}
+
+LOSS_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py:
+
+    @CALL@
+
+a 0-dim float32 tensor, for contiguous float32 predictions and targets.
+
+@NOTE@
+Each term is computed in float64 and summed in float64: the first kernel over a fixed grid (at most 2048
+blocks of 256 threads, grid-stride), each block's sum folded in a fixed order and written to its own slot of a
+float64 buffer; the second, one block, folds the blocks' sums in a fixed order, divides, and rounds once to
+float32. No atomics: the result is the same from run to run."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = "torch::Tensor loss(torch::Tensor predictions, torch::Tensor targets);"
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 256;
+constexpr int64_t PARTS = 2048;  // at most this many blocks in the first kernel
+constexpr bool BROADCAST = @BROADCAST@;  // targets may have the shape of predictions' trailing dims
+constexpr bool BATCHMEAN = @BATCHMEAN@;  // divide by predictions.size(0) rather than by the count
+
+@BLOCK_SUM@
+
+@SHAPE_STRING@
+
+// The term of a prediction p and its target t.
+__device__ __forceinline__ double term(const double p, const double t) {
+    @TERM@
+}
+
+// pred has n elements, targ tn: element i of pred meets targ[i % tn] (tn == n where the shapes are the same).
+// Each thread keeps that index in j, stepping it by stride % tn, rather than dividing for every element.
+// Block b writes its sum to part[b].
+__global__ void __launch_bounds__(THREADS) loss_parts(const float* __restrict__ pred,
+                                                      const float* __restrict__ targ, int64_t n, int64_t tn,
+                                                      double* __restrict__ part) {
+    __shared__ double sh[THREADS];
+    const int64_t stride = (int64_t)gridDim.x * THREADS;
+    const int64_t first = (int64_t)blockIdx.x * THREADS + threadIdx.x;
+    const int64_t step = stride % tn;
+    int64_t j = first % tn;
+    double s = 0.0;
+#pragma unroll 4
+    for (int64_t i = first; i < n; i += stride) {
+        s += term(pred[i], targ[j]);
+        j += step;
+        if (j >= tn) j -= tn;
+    }
+    const double b = block_sum(s, sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+// One block: *out = (the sum of part[0, parts), folded in a fixed order) / denominator, rounded to float32.
+__global__ void __launch_bounds__(THREADS) loss_finish(const double* __restrict__ part, int64_t parts,
+                                                       double denominator, float* __restrict__ out) {
+    __shared__ double sh[THREADS];
+    double s = 0.0;
+    for (int64_t i = threadIdx.x; i < parts; i += THREADS) s += part[i];
+    const double total = block_sum(s, sh);
+    if (threadIdx.x == 0) *out = (float)(total / denominator);
+}
+
+torch::Tensor loss(torch::Tensor predictions, torch::Tensor targets) {
+    TORCH_CHECK(predictions.is_cuda() && targets.is_cuda(), "predictions and targets must be CUDA tensors");
+    TORCH_CHECK(predictions.device() == targets.device(), "predictions and targets must be on one device");
+    TORCH_CHECK(predictions.scalar_type() == torch::kFloat32 && targets.scalar_type() == torch::kFloat32,
+                "predictions and targets must be float32");
+    TORCH_CHECK(predictions.is_contiguous() && targets.is_contiguous(),
+                "predictions and targets must be contiguous");
+    const auto ps = predictions.sizes(), ts = targets.sizes();
+    bool shapes_ok = ps.equals(ts);
+    if (BROADCAST && !shapes_ok && ts.size() <= ps.size())
+        shapes_ok = ps.slice(ps.size() - ts.size()).equals(ts);  // targets: predictions' trailing dims
+    TORCH_CHECK(shapes_ok, BROADCAST ? "targets must have the shape of predictions or of its trailing dims"
+                                     : "predictions and targets must have the same shape",
+                ", got ", shape_string(ps), " and ", shape_string(ts));
+    const int64_t n = predictions.numel(), tn = targets.numel();
+    const double denominator = BATCHMEAN ? (predictions.dim() > 0 ? (double)predictions.size(0) : 1.0)
+                                         : (double)n;
+    const c10::cuda::CUDAGuard guard(predictions.device());
+    auto out = torch::empty(std::vector<int64_t>{}, predictions.options());
+    auto part = torch::empty({PARTS}, predictions.options().dtype(torch::kFloat64));
+    auto stream = at::cuda::getCurrentCUDAStream();
+    // The grid depends on n alone, so the summation order does too. Nothing to sum: no blocks, a sum of 0.
+    const int64_t parts = std::min<int64_t>((n + THREADS - 1) / THREADS, PARTS);
+    if (parts > 0) {
+        loss_parts<<<(unsigned)parts, THREADS, 0, stream>>>(predictions.data_ptr<float>(),
+                                                              targets.data_ptr<float>(), n, tn,
+                                                              part.data_ptr<double>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    loss_finish<<<1, THREADS, 0, stream>>>(part.data_ptr<double>(), parts, denominator,
+                                           out.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["loss"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions, targets):
+        return _ext.loss(predictions.contiguous(), targets.contiguous())
+'''
+
+
+# KernelBench level-1 file -> (the reference's computation, reversed (a suffix sum), exclusive (the element
+# itself left out), masked (forward(x, mask), x * mask scanned)).
+SCANS: dict[str, tuple[str, bool, bool, bool]] = {
+    "89_cumsum": ("torch.cumsum(x, dim=dim)", False, False, False),
+    "91_cumsum_reverse": ("torch.cumsum(x.flip(dim), dim=dim).flip(dim)", True, False, False),
+    # The reference prepends a zero column to the cumsum of x without its last column: y[j] = sum of x[k < j].
+    "92_cumsum_exclusive": ("cat((zeros, torch.cumsum(x[..., :-1], dim=dim)), dim=dim)", False, True, False),
+    "93_masked_cumsum": ("torch.cumsum(x * mask, dim=dim)", False, False, True),
+}
+
+SCAN_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py:
+
+    y = @CALL@
+
+for a contiguous float32 x@MASK_DOC@, over its last dimension (dim 1 of the problem's 32768 x 32768;
+another dim is refused).
+
+One block of 256 threads per row, in tiles of 2048 elements@ORDER_DOC@. A tile is loaded into shared memory
+(coalesced; padded by one word in 33 so that the reads below meet no bank conflicts), each thread sums its 8
+contiguous elements in float64, the block scans those sums in float64 (shuffles within a warp, the warps'
+totals in order), and each thread writes its elements' @KIND_DOC@ sums, the float64 running sum rounded once
+to float32, back to shared memory; the tile is then stored, coalesced, and its total carried to the next."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = "torch::Tensor scan(torch::Tensor x@MASK_ARG@, int64_t dim);"
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 256;
+constexpr int WARPS = THREADS / 32;
+constexpr int PER = 8;                 // contiguous elements of a tile per thread
+constexpr int TILE = THREADS * PER;    // elements of a row per tile
+constexpr bool REVERSE = @REVERSE@;      // y[j] sums x[k] for k >= j (the row scanned from its end)
+constexpr bool EXCLUSIVE = @EXCLUSIVE@;  // y[j] leaves x[j] out
+constexpr bool MASKED = @MASKED@;        // x[j] * mask[j] is scanned
+
+// Slot of tile element k in shared memory: one word of padding after every 32.
+__device__ __forceinline__ int pad(int k) { return k + (k >> 5); }
+
+// x, mask (when MASKED) and y are (rows, R), contiguous; block b scans row b. Scan position c (0 first)
+// is element c of the row, or element R - 1 - c when REVERSE.
+__global__ void __launch_bounds__(THREADS) scan_rows(const float* __restrict__ x,
+                                                     const bool* __restrict__ mask, float* __restrict__ y,
+                                                     int64_t R) {
+    __shared__ float tile[TILE + TILE / 32];
+    __shared__ double warp_total[WARPS];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    const int64_t row = (int64_t)blockIdx.x * R;
+    double carry = 0.0;  // the sum of the earlier tiles (in scan order); the same in every thread
+    for (int64_t base = 0; base < R; base += TILE) {
+        // Scan position base + k into tile[pad(k)], 0 past the row's end.
+        for (int q = 0; q < PER; ++q) {
+            const int k = q * THREADS + t;
+            const int64_t c = base + k;
+            float v = 0.f;
+            if (c < R) {
+                const int64_t at = row + (REVERSE ? R - 1 - c : c);
+                v = x[at];
+                if (MASKED) v *= mask[at] ? 1.f : 0.f;  // as x * mask: a masked-out inf or NaN gives NaN
+            }
+            tile[pad(k)] = v;
+        }
+        __syncthreads();
+        // This thread's chunk: tile elements t * PER + [0, PER).
+        double chunk = 0.0;
+        for (int q = 0; q < PER; ++q) chunk += (double)tile[pad(t * PER + q)];
+        // The sum of the chunks before this thread's: within the warp by shuffles, then the earlier warps'.
+        double incl = chunk;
+        for (int off = 1; off < 32; off <<= 1) {
+            const double o = __shfl_up_sync(0xffffffffu, incl, off);
+            if (lane >= off) incl += o;
+        }
+        double excl = __shfl_up_sync(0xffffffffu, incl, 1);
+        if (lane == 0) excl = 0.0;
+        if (lane == 31) warp_total[warp] = incl;
+        __syncthreads();
+        double before = 0.0, tile_total = 0.0;
+        for (int w = 0; w < WARPS; ++w) {
+            if (w == warp) before = tile_total;
+            tile_total += warp_total[w];
+        }
+        // The chunk's outputs over its inputs: no other thread reads these slots until the barrier below.
+        double run = carry + before + excl;
+        for (int q = 0; q < PER; ++q) {
+            const int k = pad(t * PER + q);
+            const double v = (double)tile[k];
+            if (!EXCLUSIVE) run += v;
+            tile[k] = (float)run;
+            if (EXCLUSIVE) run += v;
+        }
+        __syncthreads();
+        for (int q = 0; q < PER; ++q) {
+            const int k = q * THREADS + t;
+            const int64_t c = base + k;
+            if (c < R) y[row + (REVERSE ? R - 1 - c : c)] = tile[pad(k)];
+        }
+        carry += tile_total;
+        __syncthreads();  // the tile and warp_total are written again by the next tile
+    }
+}
+
+torch::Tensor scan(torch::Tensor x@MASK_ARG@, int64_t dim) {
+    TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "x must be float32");
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
+    const int64_t nd = x.dim();
+    TORCH_CHECK(nd > 0, "x must have at least one dimension");
+    const int64_t d = dim < 0 ? dim + nd : dim;
+    // Integers reach the messages as strings: streaming an int64_t into one crashed a torch build (2.11).
+    TORCH_CHECK(d == nd - 1, "scans the last dimension only (", std::to_string(nd - 1),
+                " or -1 for a tensor of ", std::to_string(nd), " dimensions), got dim ", std::to_string(dim));
+    @MASK_CHECK@
+    const c10::cuda::CUDAGuard guard(x.device());
+    auto y = torch::empty_like(x, at::MemoryFormat::Contiguous);
+    if (x.numel() == 0) return y;
+    const int64_t R = x.size(nd - 1), rows = x.numel() / R;
+    TORCH_CHECK(rows <= INT_MAX, "too many rows: ", std::to_string(rows));
+    scan_rows<<<(unsigned)rows, THREADS, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(),
+                                                                                @MASK_PTR@,
+                                                                                y.data_ptr<float>(), R);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["scan"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = int(dim)
+
+    def forward(self@FORWARD_ARGS@):
+        return _ext.scan(@CALL_ARGS@, self.dim)
+'''
+
+_SCAN_MASK_CHECK = """TORCH_CHECK(mask.is_cuda() && mask.device() == x.device(),
+                "mask must be a CUDA tensor on x's device");
+    TORCH_CHECK(mask.scalar_type() == torch::kBool, "mask must be bool");
+    TORCH_CHECK(mask.is_contiguous(), "mask must be contiguous");
+    TORCH_CHECK(mask.sizes().equals(x.sizes()), "mask must have x's shape");"""
+
+
 def source(name: str) -> str:
     expression, parameter = ELEMENTWISE[name]
     if parameter is None:
@@ -500,6 +1237,93 @@ def softmax_source(name: str) -> str:
         signature=", dim: int = 1" if takes_dim else "", dim="int(dim)" if takes_dim else "1")
 
 
+def _number(name: str) -> str:
+    return name.split("_")[0]
+
+
+def scaling_source(name: str) -> str:
+    return _fill(SCALING_TEMPLATE, NAME=name, NUMBER=_number(name), HEADERS=_HEADERS, ALIGNED=_ALIGNED)
+
+
+def row_norm_source(name: str) -> str:
+    call, term, inv = ROW_NORMS[name]
+    return _fill(
+        ROW_NORM_TEMPLATE,
+        NAME=name,
+        NUMBER=_number(name),
+        CALL=call,
+        TERM=term,
+        INV=inv,
+        HEADERS=_HEADERS,
+        BLOCK_SUM=_BLOCK_SUM,
+    )
+
+
+def frobenius_source(name: str) -> str:
+    return _fill(
+        FROBENIUS_TEMPLATE,
+        NAME=name,
+        NUMBER=_number(name),
+        HEADERS=_HEADERS,
+        ALIGNED=_ALIGNED,
+        BLOCK_SUM=_BLOCK_SUM,
+    )
+
+
+def rms_norm_source(name: str) -> str:
+    return _fill(RMS_NORM_TEMPLATE, NAME=name, NUMBER=_number(name), HEADERS=_HEADERS)
+
+
+def loss_source(name: str) -> str:
+    k = LOSSES[name]
+    return _fill(
+        LOSS_TEMPLATE,
+        NAME=name,
+        NUMBER=_number(name),
+        CALL=k.call,
+        NOTE=k.note,
+        TERM=k.term,
+        BROADCAST="true" if k.broadcast else "false",
+        BATCHMEAN="true" if k.batchmean else "false",
+        HEADERS=_HEADERS,
+        BLOCK_SUM=_BLOCK_SUM,
+        SHAPE_STRING=_SHAPE_STRING,
+    )
+
+
+def scan_source(name: str) -> str:
+    call, reverse, exclusive, masked = SCANS[name]
+    return _fill(
+        SCAN_TEMPLATE,
+        NAME=name,
+        NUMBER=_number(name),
+        CALL=call,
+        HEADERS=_HEADERS,
+        REVERSE="true" if reverse else "false",
+        EXCLUSIVE="true" if exclusive else "false",
+        MASKED="true" if masked else "false",
+        MASK_DOC=" and a bool mask of its shape" if masked else "",
+        ORDER_DOC=", scanned from the row's end" if reverse else "",
+        KIND_DOC="exclusive" if exclusive else "inclusive",
+        MASK_ARG=", torch::Tensor mask" if masked else "",
+        MASK_CHECK=_SCAN_MASK_CHECK if masked else "// no mask",
+        MASK_PTR="mask.data_ptr<bool>()" if masked else "nullptr",
+        FORWARD_ARGS=", x, mask" if masked else ", x",
+        CALL_ARGS="x.contiguous(), mask.contiguous()" if masked else "x.contiguous()",
+    )
+
+
+# The families filled by _fill: (their problems, the function that writes one problem's solution).
+NEW_FAMILIES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
+    (SCALINGS, scaling_source),
+    (tuple(ROW_NORMS), row_norm_source),
+    (FROBENIUS_NORMS, frobenius_source),
+    (RMS_NORMS, rms_norm_source),
+    (tuple(LOSSES), loss_source),
+    (tuple(SCANS), scan_source),
+)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
@@ -512,7 +1336,12 @@ def main() -> None:
         (folder / f"{name}.py").write_text(reduction_source(name))
     for name in SOFTMAXES:
         (folder / f"{name}.py").write_text(softmax_source(name))
-    print(f"{len(ELEMENTWISE) + len(REDUCTIONS) + len(SOFTMAXES)} solutions in {folder}")
+    count = len(ELEMENTWISE) + len(REDUCTIONS) + len(SOFTMAXES)
+    for names, write in NEW_FAMILIES:
+        for name in names:
+            (folder / f"{name}.py").write_text(write(name))
+        count += len(names)
+    print(f"{count} solutions in {folder}")
 
 
 if __name__ == "__main__":
