@@ -688,12 +688,11 @@ class Harness:
         walk = None  # type: ignore[assignment]  # noqa: F841
         return tensors, problems, structure
 
-    def _fingerprints(self, out, inputs: list) -> list[int]:
-        """Sums of each output tensor's bytes read as 64-bit words (all of them, and every third one, which a
-        reordering changes): enough to see that an output changed after the call. Summing 64-bit words instead
+    def _prints(self, tensors: list) -> list[int]:
+        """Sums of each of an output's tensors (as _flatten lists them), its bytes read as 64-bit words (all of them,
+        and every third one, which a reordering changes): enough to see that an output changed after the call. Summing 64-bit words instead
         of single bytes makes this a memory-speed pass (on a CPU, 2 ms instead of 100 ms for 16 MB)."""
         torch = self.torch
-        tensors, _, _ = self._flatten(out, inputs)
         prints: list[int] = []
         for t in tensors:
             raw = t.detach().contiguous().view(-1).view(torch.uint8)
@@ -1058,8 +1057,14 @@ class Harness:
         t3 = perf()
         if keep:
             # Fingerprinted as soon as the timer stops: an output still being written by a thread left running,
-            # or the same memory returned again by a later call, no longer matches when it is saved.
-            self.batch_outputs.append((out, inputs, self._fingerprints(out, inputs)))
+            # or the same memory returned again by a later call, no longer matches when it is saved. What is wrong
+            # with the output as an object (an input's memory among them) is read now too, so that the kept
+            # output does not hold on to its call's inputs: a later fresh call replaces the set, and each kept
+            # output had kept the set it replaced alive (with 100 kept scalar outputs and a 4 GiB input,
+            # KernelBench's 100_HingeLoss ran an H100 out of memory on 2026-12-05, 70.9 GiB against a plan of 31).
+            tensors, issues, _ = self._flatten(out, inputs)
+            self.batch_outputs.append((out, issues, self._prints(tensors)))
+            del tensors
         del out
         t4 = perf()
         for name, spent in (("inputs", t1 - t0), ("poison", t2 - t1), ("call", t3 - t2), ("fingerprint", t4 - t3)):
@@ -1239,9 +1244,11 @@ class Harness:
         saved = {}
         problems: list[str] = []
         for pos in msg["positions"]:
-            out, inputs, prints = self.batch_outputs[int(pos)]
-            tensors, issues, _ = self._flatten(out, inputs)
-            if not issues and self._fingerprints(out, inputs) != prints:
+            out, at_call, prints = self.batch_outputs[int(pos)]
+            # (Its inputs were checked against at the call: the kept output does not hold them.)
+            tensors, issues, _ = self._flatten(out, [])
+            issues = list(at_call) + [i for i in issues if i not in at_call]
+            if not issues and self._prints(tensors) != prints:
                 issues.append("its output changed after forward returned (work still running after the call, or the "
                               "same memory returned again by a later call): finish the output inside forward and "
                               "return a new tensor on every call")

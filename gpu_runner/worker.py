@@ -30,6 +30,7 @@ from celery.signals import worker_process_init
 
 from gpu_runner import calibration, runner_core  # calibration: its clock of the last measurement starts now
 from gpu_runner.config import RunnerConfig
+from gpu_runner.context import SPARES_SETTLE_S
 from gpu_runner.contract import PREBUILD_KEYS, PREBUILD_TASK, Job, build_queue
 from gpu_runner.site_client import SiteClient, SiteError, SiteRefused
 
@@ -113,14 +114,14 @@ def evaluate_job(job: dict[str, Any]) -> str:
     try:
         outcome = run_job(client, job, keepalive_s=SETTINGS.keepalive_s)
         label = SETTINGS.worker_label
+        pool = _warm_pools.get(str(job.get("device")))
         if label:
-            pool = _warm_pools.get(str(job.get("device")))
             if pool is not None and calibration.due(SETTINGS.calibrate_every_s):
-                pool.settle(120.0)  # the next job's processes, started during this one, have finished starting
+                # The next job's processes, started during this one, have finished starting.
+                pool.settle(SPARES_SETTLE_S)
             # Between two jobs this worker's GPU is idle: the only time a measurement is not disturbed.
             calibration.after_job(client, device=str(job.get("device", "cpu")), worker=label,
                                   every_s=SETTINGS.calibrate_every_s)
-        pool = _warm_pools.get(str(job.get("device")))
         if pool is not None:
             # The next job's processes start now, after the calibration: they import torch while no job runs.
             pool.refill()
