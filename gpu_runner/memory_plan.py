@@ -268,8 +268,9 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
         # block, then k sets and `keep` outputs of a batch (the poison block before the last call), and the
         # forward's temporaries.
         ref = w_b + max(peak + o_b, k * i_b + o_b + max(o_b, poison) + temps)
-        # A kept output holds on to its call's input set, which a later call of the batch may replace with a
-        # fresh one: one more set at most with the few outputs kept where memory is short.
+        # One more set: where the forward changes its inputs in place, each call runs on a copy of its set
+        # (child._set_inputs). (Kept outputs no longer hold on to their calls' sets, since 2026-12-05: each had
+        # kept alive a set that a later fresh call replaced, up to one per fresh call of a batch.)
         pinned = i_b if keep >= 2 else 0
         sol = w_b + max(peak + poison, k * i_b + pinned + max(keep * o_b, (keep - 1) * o_b + poison) + temps)
         # The parent: a solution's output at a time (the reference's are mapped from their files, which are
