@@ -157,11 +157,15 @@ class Harness:
         self.ipc = ipc
         self.close_fd = os.close
         self.slot: Any = None
-        if role == "solution":
+        if role in ("solution", "eager"):
             # Imported now, before the job arrives (a pre-started child waits here, gpu_runner/warm.py): entering
             # the guards' dispatch mode imports torch._dynamo lazily, seconds of work that would fall in `load`.
-            # After the references above are captured, as before; nothing here initialises CUDA.
+            # The trusted reference enters it too, for the clock audit's null call under the solution's guard
+            # (op_warm_audit): 5.4 s of a 9.9 s evaluation whose processes had been started ahead, on an H100
+            # (2026-12-05 18:02), paid while the solution's trials waited for it. After the references above are
+            # captured, as before; nothing here initialises CUDA.
             import torch._dynamo  # noqa: F401
+        if role == "solution":
             import torch.utils.cpp_extension  # noqa: F401
 
     # ----- the loop -----
@@ -689,9 +693,10 @@ class Harness:
         return tensors, problems, structure
 
     def _prints(self, tensors: list) -> list[int]:
-        """Sums of each of an output's tensors (as _flatten lists them), its bytes read as 64-bit words (all of them,
-        and every third one, which a reordering changes): enough to see that an output changed after the call. Summing 64-bit words instead
-        of single bytes makes this a memory-speed pass (on a CPU, 2 ms instead of 100 ms for 16 MB)."""
+        """Sums of each of an output's tensors (as _flatten lists them), its bytes read as 64-bit words (all of
+        them, and every third one, which a reordering changes): enough to see that an output changed after the
+        call. Summing 64-bit words instead of single bytes makes this a memory-speed pass (on a CPU, 2 ms instead
+        of 100 ms for 16 MB)."""
         torch = self.torch
         prints: list[int] = []
         for t in tensors:
