@@ -410,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
                 "checks": {k: (result.get("checks") or {}).get(k) for k in (
                     "tail_calibration", "timed_window_tail", "window_drain", "timing_phases_us_reported", "clock_audit",
                     "kernel_time", "timed_calls", "precision", "wall_per_call_us",
-                    "back_to_back_forward_host_us_reported", "fresh_inputs")}}})
+                    "back_to_back_forward_host_us_reported", "tight_forward_host_us_reported",
+                    "fresh_inputs")}}})
             report["rows"] += rows
             print(f"[{time.strftime('%H:%M:%S')}] {name}: verdict {result.get('verdict')} "
                   f"{(result.get('message') or result.get('error') or '')[:300]}", file=sys.stderr, flush=True)

@@ -56,27 +56,27 @@ def cuda_flush_bytes(l2_bytes: int) -> int:
 
 # The host's head start on a GPU (Harness._head_start_us). A plain event timing gives the host the flush's
 # duration (tens of microseconds on an H200) to launch forward before the start event runs; the evaluator's
-# process pays more host time in forward than a plain one (the guard's hooks on every op, a child woken for each
-# request, the op record's after-effects), and what exceeded the flush fell inside the window. So, after the
-# flush, the GPU also waits (a spin kernel) about as long as this process's recent calls spent launching
-# forward: the start event runs once forward's work is queued, on every side alike (eager, compile, solution).
-# Host work in forward beyond the head start still counts. The clock audit's null call spins as many GPU cycles
-# as the solution's call it is compared with said it did (the child's word, bounded): the GPU's idle time is then
-# the harness's on both sides. Capped: host work hidden this way, and what a child could misstate to the audit,
-# is bounded by HEAD_START_MAX_US per call (plus the flush); the back-to-back rule (work_outside_timer) sees the
-# host time on the parent's clock.
-# OFF (0) for now, and why: while the GPU idled in the head start, work that forward launched on another stream
-# ran before the start event, seen by neither the window nor the tail. That is closed by one hardware queue per
-# child (sandbox.CUDA_CONNECTIONS_VAR, 1.6.1). What keeps it off: with it on, an honest 3 us add was rejected as
-# forged on the H200 (2026-12-02 12:01), the solution's process spending far more host time around each call than
-# the audit's null call, which the window no longer carries (docs/EVALUATOR.md, docs/GPU_RUNS.md).
-# KERNELHUB_HEAD_START_MAX_US turns it on for a trial (the parent and every child read it alike).
+# process pays more host time in forward than a plain one (the guard's entry and exit, the harness's work between
+# calls, a child woken for each request), and what exceeded the flush fell inside the window: on the H200
+# (2026-12-04) honest solutions of 70-140 us read 1.22-1.25x their plain-event time. So, after the flush, the GPU
+# also waits (a spin kernel) for the harness's share of that host time: how much longer the side's calls take to
+# launch forward in the timing loop than in a tight loop of plain timed calls in the same process
+# (Harness._measure_tight, after the warm-up). The side's own host time, which a plain timing carries beyond the
+# flush, stays in the window (torch.compile's launch on a short kernel, a forward that launches many kernels):
+# on every side alike (eager, compile, solution). The clock audit's null call spins as many GPU cycles as the
+# solution's call it is compared with said it did (the child's word, bounded): the GPU's idle time is then the
+# harness's on both sides. Capped: host work hidden this way, and what a child could misstate to the audit, is
+# bounded by HEAD_START_MAX_US per call (plus the flush); the back-to-back rule (work_outside_timer) sees the host
+# time on the parent's clock. Work that forward leaves on another stream cannot run during the spin (one hardware
+# queue per child, sandbox.CUDA_CONNECTIONS_VAR) and cannot end after the end event unseen (the drain, below).
+# KERNELHUB_HEAD_START_MAX_US sets the cap (0 turns it off; the parent and every child read it alike).
 HEAD_START_VAR = "KERNELHUB_HEAD_START_MAX_US"
 HEAD_START_MAX_US = float(config.setting("head_start_max_us"))
 # The drain (gpu_runner/drain.py, KERNELHUB_WINDOW_DRAIN): after forward, before the end event, a kernel that ends
 # only once every stream's work has; its cost, measured by the trusted reference (op_tail_calibrate), comes off
-# every window in the parent. Off unless asked for: on the H200 it orders side-stream work as it should, but with it
-# the evaluator has not yet read short kernels as close to plain events as the head start alone (docs/GPU_RUNS.md).
+# every window in the parent. On with the head start (KERNELHUB_WINDOW_DRAIN=0 turns it off): while the GPU spins,
+# the host has time to queue a side stream's kernel after forward's, and without the drain what such a kernel left
+# running past the end event was charged only beyond the tail's allowance (docs/EVALUATOR.md, "The timed window").
 WINDOW_DRAIN = bool(config.setting("window_drain"))
 # The calls that measure the drain's cost: after a spin of this many GPU cycles (the host then has queued the start
 # event, the drain and the end event before the GPU reaches them, as in a timed call with the head start), a kernel
@@ -85,11 +85,19 @@ WINDOW_DRAIN = bool(config.setting("window_drain"))
 # events, and the drain's own benchmark showed 0.3-1.2 us more after a kernel than in an empty window.
 DRAIN_CALIBRATION_SPIN_CYCLES = 200_000
 DRAIN_CALIBRATION_KERNEL_CYCLES = 2_000
-HEAD_START_MEASURED_CAP_US = 300.0  # the cap of the H200 runs, for when it is turned back on
+HEAD_START_MEASURED_CAP_US = 300.0  # the cap of the H200 runs of 2026-12-02 and -04 (the whole host time covered)
 HEAD_START_SAMPLES = 32  # the recent unrecorded calls whose host time sets it
+# The tight loop that the head start's excess is measured against (Harness._measure_tight): plain timed calls one
+# after another, the first few left out, within a small budget of time.
+TIGHT_CALLS, TIGHT_WARMUP, TIGHT_MAX_S = 32, 4, 0.5
 # The null call spins as many GPU cycles as the solution's call did (its child's word), at most the cap's worth at
 # this process's own rate and a quarter more: both measure the rate at their highest clock (_spin_rate).
 HEAD_START_CYCLES_SLACK = 1.25
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """The q-quantile of a sorted, non-empty list, by rank (the head start's percentiles)."""
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 class HarnessError(Exception):
@@ -135,6 +143,8 @@ class Harness:
         # Host time in forward of recent unrecorded calls: the model's, and the null call's (op_null_call).
         self.host_recent: dict[bool, collections.deque] = {
             own: collections.deque(maxlen=HEAD_START_SAMPLES) for own in (True, False)}
+        # The model's host time in forward in a tight loop of plain timed calls (_measure_tight), sorted; [] until then.
+        self.host_tight: list[float] = []
         self.head_starts: list[int] = []  # the head start of each timed call of the current request, in GPU cycles
         self.guards: Any = None
         self.null_guards: Any = None
@@ -542,14 +552,74 @@ class Harness:
         return max(rates, default=0.0)
 
     def _head_start_us(self, own: bool) -> float:
-        """How long the GPU waits after the flush before the start event (HEAD_START_MAX_US): a fifth more than
-        the 90th percentile of the host's time in forward over this process's recent unrecorded calls of the
-        same forward (own: the model's; else the null call's), plus the start event's own launch."""
+        """How long the GPU waits after the flush before the start event (HEAD_START_MAX_US), at most the cap.
+
+        The model's calls (own): a fifth more than the harness's share of the host's time in forward, the 90th
+        percentile over this process's recent unrecorded calls less the 90th percentile of the tight loop's
+        (_measure_tight): where the timing loop launches forward no slower than plain calls do, no head start, and
+        the window is a plain timing's. Before the tight loop has run, none. The null call's empty forward (not
+        own) has no plain counterpart to set against: a fifth more than its 90th percentile, plus the start
+        event's own launch."""
         if not self.spin_cycles_per_us or not self.host_recent[own]:
             return 0.0
-        recent = sorted(self.host_recent[own])
-        p90 = recent[min(len(recent) - 1, int(0.9 * len(recent)))]
-        return min(HEAD_START_MAX_US, 1.2 * p90 + 10.0)
+        p90 = _quantile(sorted(self.host_recent[own]), 0.9)
+        if not own:
+            return min(HEAD_START_MAX_US, 1.2 * p90 + 10.0)
+        if not self.host_tight:
+            return 0.0
+        return min(HEAD_START_MAX_US, 1.2 * max(0.0, p90 - _quantile(self.host_tight, 0.9)))
+
+    def _measure_tight(self, inputs: list) -> None:
+        """The model's host time in forward in a tight loop (the head start's baseline, _head_start_us): timed
+        calls one after another as a plain event timing makes them (flush, start event, forward, end event,
+        synchronise), with none of the timing loop's work between them, the solution's inside one entry of its
+        guard with the op record off (the guard's hooks on each op stay, its entry and exit do not come between
+        the calls). What the timing loop's calls take beyond these is the harness's. Only the child's own word, as
+        every head start is: a solution that misstates it gains at most the cap, which bounds host time alone."""
+        guard = self.guards.forward_guard({**self.policy, "record_ops": False}) if self.guards is not None else None
+        hosts: list[float] = []
+        deadline = self.monotonic() + TIGHT_MAX_S
+        with self.no_grad():
+            if guard is not None:
+                guard.__enter__()
+            try:
+                for i in range(TIGHT_WARMUP + TIGHT_CALLS):
+                    out, host_us, _, _ = self._window(self.model, inputs, 0)
+                    del out
+                    if i >= TIGHT_WARMUP:
+                        hosts.append(host_us)
+                    if self.monotonic() > deadline:
+                        break
+            except BaseException:
+                if guard is not None:
+                    guard.__exit__(*sys.exc_info())
+                raise
+            if guard is not None:
+                guard.__exit__(None, None, None)
+        self.host_tight = sorted(hosts)
+
+    def _window(self, model, inputs: list, head_cycles: int) -> tuple[object, float, float, float]:
+        """One CUDA call between events, as a plain event timing makes it: (output, host time in forward, the
+        window, the tail), all in us. The flush is not waited for: while the GPU flushes, and then spins for
+        head_cycles, the host records the start and launches forward."""
+        start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
+        stream = self.torch.cuda.current_stream()
+        self.flush_buf.zero_()
+        if head_cycles > 0 and self.cuda_spin is not None:
+            self.cuda_spin(head_cycles)
+        start.record(stream)
+        h0 = self.perf()
+        out = model(*inputs)
+        if self.drain is not None:
+            # Before h1: its launch is host time the head start covers, as forward's own.
+            self.drain.launch(stream.cuda_stream)
+        h1 = self.perf()
+        end.record(stream)
+        end.synchronize()
+        t0 = self.perf()
+        self.cuda_sync()
+        tail_us = (self.perf() - t0) * 1e6
+        return out, (h1 - h0) * 1e6, start.elapsed_time(end) * 1000.0, tail_us
 
     def _timed_call(self, inputs: list, model=None, guards=None,
                     head_cycles: int | None = None) -> tuple[object, float, float | None]:
@@ -576,37 +646,22 @@ class Harness:
                 guard.__enter__()
             try:
                 if self.device == "cuda":
-                    start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
                     rate = self.spin_cycles_per_us
                     if head_cycles is None:
                         head_cycles = int(self._head_start_us(own) * rate)
+                    if rate <= 0.0:
+                        head_cycles = 0
                     head_us = head_cycles / rate if rate > 0.0 else 0.0
-                    stream = self.torch.cuda.current_stream()
-                    self.flush_buf.zero_()
-                    if head_cycles > 0 and self.cuda_spin is not None and rate > 0.0:
-                        self.cuda_spin(head_cycles)
-                    start.record(stream)
-                    h0 = self.perf()
-                    out = model(*inputs)
-                    if self.drain is not None:
-                        # Before h1: its launch is host time the head start covers, as forward's own.
-                        self.drain.launch(stream.cuda_stream)
-                    h1 = self.perf()
-                    end.record(stream)
-                    end.synchronize()
+                    out, host_us, elapsed_us, tail = self._window(model, inputs, head_cycles)
+                    tail_us: float | None = tail
                     # The host's time in forward (a diagnostic: where a short kernel's window goes), and the next
                     # calls' head start (calls the op record ran on left out: it costs a millisecond or more).
-                    host_us = (h1 - h0) * 1e6
                     phases = self.phases_us
                     phases["forward_host"] = phases.get("forward_host", 0.0) + host_us
                     phases["head_start"] = phases.get("head_start", 0.0) + head_us
                     self.head_starts.append(head_cycles)
                     if HEAD_START_MAX_US > 0 and (guards is None or not guards.last_call_recorded()):
                         self.host_recent[own].append(host_us)
-                    t0 = self.perf()
-                    self.cuda_sync()
-                    tail_us: float | None = (self.perf() - t0) * 1e6
-                    elapsed_us = start.elapsed_time(end) * 1000.0
                 else:
                     self.flush_buf.zero_()
                     t0 = self.perf()
@@ -1011,6 +1066,8 @@ class Harness:
         return {}
 
     def op_warmup(self, msg: dict) -> dict:
+        """Untimed calls before a side's timing; with msg["tight"], on CUDA with the head start on, then its tight
+        loop (_measure_tight), whose median host time in forward comes back as tight_host_us (the child's word)."""
         deadline = self.monotonic() + float(msg.get("max_s", 2.0))
         n = 0
         for i in range(int(msg.get("calls", 3))):
@@ -1020,7 +1077,11 @@ class Harness:
             n += 1
             if self.monotonic() > deadline:
                 break
-        return {"calls": n}
+        tight = None
+        if msg.get("tight") and self.device == "cuda" and HEAD_START_MAX_US > 0 and self.spin_cycles_per_us > 0:
+            self._measure_tight(self._set_inputs(0))
+            tight = _quantile(self.host_tight, 0.5) if self.host_tight else None
+        return {"calls": n, "tight_host_us": tight}
 
     def op_time_batch(self, msg: dict) -> dict:
         """Timed calls on input sets msg["order"]; the parent sends one call per request (timing.py), so that its

@@ -187,6 +187,7 @@ def _time_solution_planned(ctx: Context, ref: Reference, sol: Session, tails: Ta
                               "timed_calls_checked": t.checked_calls, "memoization": t.memo,
                               "fresh_inputs": t.fresh, "wall_per_call_us": t.wall_per_call_us,
                               "back_to_back_forward_host_us_reported": t.back_to_back_forward_host_us_reported,
+                              "tight_forward_host_us_reported": t.tight_forward_host_us_reported,
                               "clock_audit": t.clock_audit,
                               # The child's own word, for where the time goes; not used for any decision.
                               "timing_phases_us_reported": t.child_phases_us_reported})

@@ -285,6 +285,9 @@ class TimingResult:
     tail: dict[str, Any] | None  # the device-wide synchronise after each call (_tail_summary), CUDA only
     child_phases_us_reported: dict[str, float] | None  # where the child says its harness time went
     back_to_back_forward_host_us_reported: float | None  # its host time in forward on the back-to-back calls
+    # Its median host time in forward in the warm-up's tight loop, which the head start is measured against
+    # (child.Harness._measure_tight); None where the head start is off or on a CPU.
+    tight_forward_host_us_reported: float | None = None
 
 
 def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = None,
@@ -316,7 +319,11 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
                  tail_allowance_us=tail_allowance_us, samples=settings.audit_samples,
                  head_start_max_us=settings.head_start_max_us, window_offset_us=window_offset_us)
     rng = loop.rng
-    session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0)
+    warm = session.request("warmup", calls=max(3, min(n_sets, 10)), max_s=5.0, tight=True)
+    tight = warm.get("tight_host_us") if isinstance(warm, dict) else None
+    tight_us = float(tight) if isinstance(tight, int | float) and not isinstance(tight, bool) else None
+    if tight_us is not None and not math.isfinite(tight_us):
+        tight_us = None
     # The first null call of the trusted process pays what one-time costs are left (the largest, importing
     # torch._dynamo, is paid earlier: child.op_warm_audit). Made, reported and dropped here: on the H200 it had
     # been one of an audit's few samples, a null call 4.6-5.8 s long, and the audit's lower bound fell to minus
@@ -388,7 +395,8 @@ def run_timing(session: Any, *, device: str, n_sets: int, check_batch: Any = Non
                         memo=_memo(loop.first_seen, loop.repeats), fresh=fresh, wall_per_call_us=wall_per_call_us,
                         clock_audit=audit, tail=_tail_summary(loop, tail_allowance_us),
                         child_phases_us_reported=_child_phases(loop.phases),
-                        back_to_back_forward_host_us_reported=b2b_host_us)
+                        back_to_back_forward_host_us_reported=b2b_host_us,
+                        tight_forward_host_us_reported=tight_us)
 
 
 def _changes(rng: random.Random, batch: int, fresh_positions: set[int],
