@@ -53,9 +53,9 @@ def test_the_ptx_is_what_the_documented_source_compiles_to(tmp_path):
 
 
 def test_the_drain_is_a_setting_the_children_get():
-    settings = config.RunnerConfig.from_env({"KERNELHUB_WINDOW_DRAIN": "0"})
-    assert settings.window_drain is False
-    assert config.RunnerConfig.from_env({}).window_drain is True  # on as the evaluator ships, with the head start
+    settings = config.RunnerConfig.from_env({"KERNELHUB_WINDOW_DRAIN": "1"})
+    assert settings.window_drain is True
+    assert config.RunnerConfig.from_env({}).window_drain is False  # off until its GPU run with the head start
     with pytest.raises(config.ConfigError, match="KERNELHUB_WINDOW_DRAIN"):
         config.RunnerConfig.from_env({"KERNELHUB_WINDOW_DRAIN": "sometimes"})
 
