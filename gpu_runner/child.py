@@ -69,14 +69,12 @@ def cuda_flush_bytes(l2_bytes: int) -> int:
 # bounded by HEAD_START_MAX_US per call (plus the flush); the back-to-back rule (work_outside_timer) sees the host
 # time on the parent's clock. Work that forward leaves on another stream cannot run during the spin (one hardware
 # queue per child, sandbox.CUDA_CONNECTIONS_VAR) and cannot end after the end event unseen (the drain, below).
-# OFF (0) as the evaluator ships until this rule has run on a GPU (docs/GPU_RUNS.md, "Next runs"); the earlier rule
-# (the whole host time covered) read honest solutions within 1% of plain events on the H200 but compile below them.
-# KERNELHUB_HEAD_START_MAX_US sets the cap (150 is the one meant for it; the parent and every child read it alike).
+# KERNELHUB_HEAD_START_MAX_US sets the cap (0 turns it off; the parent and every child read it alike).
 HEAD_START_VAR = "KERNELHUB_HEAD_START_MAX_US"
 HEAD_START_MAX_US = float(config.setting("head_start_max_us"))
 # The drain (gpu_runner/drain.py, KERNELHUB_WINDOW_DRAIN): after forward, before the end event, a kernel that ends
 # only once every stream's work has; its cost, measured by the trusted reference (op_tail_calibrate), comes off
-# every window in the parent. Off as the evaluator ships; meant to go on with the head start: while the GPU spins,
+# every window in the parent. On with the head start (KERNELHUB_WINDOW_DRAIN=0 turns it off): while the GPU spins,
 # the host has time to queue a side stream's kernel after forward's, and without the drain what such a kernel left
 # running past the end event was charged only beyond the tail's allowance (docs/EVALUATOR.md, "The timed window").
 WINDOW_DRAIN = bool(config.setting("window_drain"))

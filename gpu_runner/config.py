@@ -124,9 +124,9 @@ SETTINGS: dict[str, Setting] = {
                          "timed calls per request (default 8 on a GPU, 1 on a CPU; capped at 100)"),
     "audit_samples": Setting("KERNELHUB_AUDIT_SAMPLES", _flag, False,
                              "keep every clock-audit sample in the result (for benchmarks)"),
-    "head_start_max_us": Setting("KERNELHUB_HEAD_START_MAX_US", _number(least=0.0), 0.0,
+    "head_start_max_us": Setting("KERNELHUB_HEAD_START_MAX_US", _number(least=0.0), 150.0,
                                  "the most head start before each timed call on a GPU, us (off: 0)"),
-    "window_drain": Setting("KERNELHUB_WINDOW_DRAIN", _flag, False,
+    "window_drain": Setting("KERNELHUB_WINDOW_DRAIN", _flag, True,
                             "end each timed window on a GPU once every stream's work has ended (gpu_runner/drain.py)"),
     "cuda_device_max_connections": Setting("KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS", _integer(least=1), 1,
                                            "hardware queues per child's CUDA context"),
@@ -186,8 +186,8 @@ class RunnerConfig:
     max_reps: int = 2000
     run_calls: int | None = None
     audit_samples: bool = False
-    head_start_max_us: float = 0.0
-    window_drain: bool = False
+    head_start_max_us: float = 150.0
+    window_drain: bool = True
     cuda_device_max_connections: int = 1
     host_memory_gb: float | None = None
     device_memory_gb: float | None = None

@@ -6,22 +6,32 @@ the end event; the device-wide synchronise after the window (the tail) catches i
 allowance, and that allowance (the 90th percentile of empty calls' tails plus 2 us) is as large as a short kernel
 (docs/EVALUATOR.md, "The timed window": with the head start on, a side-stream ReLU of 4.7 us read 2.59 us).
 
-The drain closes that on the GPU's own clock. Right after forward returns, the harness launches one kernel on the
-timed stream, before the end event: one block per SM, each asking for all the shared memory a block may have, so
-that no other block fits beside it (every block holds the driver's reserved share too). Each block counts itself in
-a device-wide counter and waits until every block of the launch has arrived. When the last one arrives, every SM
-holds one of these blocks and nothing else, so every block any stream had started before has ended; the block
-scheduler starts an earlier kernel's blocks before a later one's of the same or lower priority, and the drain runs
-at the lowest priority (the timed stream's). So the end event, which follows the drain on its stream, comes after
-all of forward's kernels, on every stream. What it does not order: copies on another stream (the copy engines),
-and work whose launch waits on the host (a host function, a stream waiting on a value the host writes later). The
-tail still counts those, as before.
+The drain closes that on the GPU's own clock. Right after forward returns, the harness launches one kernel on a
+stream of the drain's own, and the timed stream waits for it before the end event. One block per SM, each asking
+for all the shared memory a block may have, so that no other block fits beside it (every block holds the driver's
+reserved share too). Each block counts itself in a device-wide counter and waits until every block of the launch
+has arrived. When the last one arrives, every SM holds one of these blocks and nothing else, so every block any
+stream had started before has ended; the block scheduler starts an earlier kernel's blocks before a later one's of
+the same or lower priority, and the drain runs at the lowest priority. So the end event, which waits for the
+drain, comes after all of forward's kernels, on every stream.
 
-What it costs every side alike (eager, torch.compile, the solution, the clock audit's null call): one launch and a
-grid-wide meeting, a few microseconds of GPU time after forward's last kernel. The trusted reference measures it
-(child._drain_cost, in its tail calibration) and the parent takes it off every window (timing.py). A block waits at most `timeout_ns` for the
-others (no SM is ever free: another process's context, a partitioned GPU); then it gives up and says so
-(`timeouts`), and that call is measured as without the drain.
+Why a stream of its own: on the timed stream the drain began only once forward's last kernel there had ended, and
+paid its launch and its meeting after it (about 3 us on an H100), which the parent took off every window; a kernel
+that forward left on another stream did not hold the drain back, so the drain ran beside it and the exploit saved
+those 3 us a call (on an H100 on 2026-12-06: a side-stream ReLU read 6.2 us against the honest one's 9.0). On its own
+stream (not the legacy stream's implicit order: non-blocking) the drain starts beside whatever forward queued, on
+any stream, once that kernel's blocks have all been dispatched (one hardware queue per child keeps launch order,
+sandbox.CUDA_CONNECTIONS_VAR), takes each SM as it comes free, and meets as the last of forward's blocks ends: the
+same few hundred nanoseconds after forward's work on every stream. What it does not order: copies on another
+stream (the copy engines), and work whose launch waits on the host (a host function, a stream waiting on a value
+the host writes later). The tail still counts those, as before.
+
+What it costs every side alike (eager, torch.compile, the solution, the clock audit's null call): the meeting after
+forward's last block, and the event the timed stream waits on. The trusted reference measures it
+(child._drain_cost, in its tail calibration) and the parent takes it off every window (timing.py). A block waits at
+most `timeout_ns` for the others (no SM is ever free: another process's context, a partitioned GPU; or a kernel of
+forward's that holds some SMs longer than that, since the blocks that find an SM free wait beside it); then it
+gives up and says so (`timeouts`), and that call is measured as without the drain.
 
 The kernel (PTX below, compiled from this CUDA with `nvcc -arch=compute_75 -ptx`, its `.version` lowered to 6.4 so
 that a driver from CUDA 10.1 on can load it; ptxas accepts it for sm_75 and sm_90, tests/evaluator/test_drain.py):
@@ -97,13 +107,15 @@ $L__BB0_5:
 """
 ENTRY = b"kh_drain"
 THREADS = 32  # one warp a block; only its first thread works
-TIMEOUT_US = 100_000.0  # a block gives up waiting for the others after this
+TIMEOUT_US = 1_000_000.0  # a block gives up waiting for the others after this (it may wait beside a kernel of forward's)
 # The CUDA driver's enums (cuda.h).
 _SM_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 _SMEM_PER_SM = 81  # CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
 _SMEM_OPTIN = 97  # CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 _SMEM_RESERVED = 111  # CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK
 _MAX_DYNAMIC_SMEM = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+_STREAM_NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
+_EVENT_DISABLE_TIMING = 2  # CU_EVENT_DISABLE_TIMING
 
 
 class DrainError(RuntimeError):
@@ -135,6 +147,7 @@ class Drain:
         ordinal = torch.cuda.current_device()
         device = ctypes.c_int()
         module, fn = ctypes.c_void_p(), ctypes.c_void_p()
+        stream, event = ctypes.c_void_p(), ctypes.c_void_p()
         try:
             d.call("cuDeviceGet", ctypes.byref(device), ctypes.c_int(ordinal))
 
@@ -149,11 +162,16 @@ class Drain:
             d.call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(PTX.encode()))
             d.call("cuModuleGetFunction", ctypes.byref(fn), module, ctypes.c_char_p(ENTRY))
             d.call("cuFuncSetAttribute", fn, ctypes.c_int(_MAX_DYNAMIC_SMEM), ctypes.c_int(self.shared_bytes))
+            # The drain's own stream, at the lowest priority, and the event the timed stream waits on.
+            least, greatest = ctypes.c_int(), ctypes.c_int()
+            d.call("cuCtxGetStreamPriorityRange", ctypes.byref(least), ctypes.byref(greatest))
+            d.call("cuStreamCreateWithPriority", ctypes.byref(stream), ctypes.c_uint(_STREAM_NON_BLOCKING), least)
+            d.call("cuEventCreate", ctypes.byref(event), ctypes.c_uint(_EVENT_DISABLE_TIMING))
         except ipc.IpcError as e:
             raise DrainError(f"the drain kernel could not be loaded: {e}") from None
         if self.grid < 1:
             raise DrainError("the device reports no multiprocessors")
-        self.module, self.fn = module, fn
+        self.module, self.fn, self.stream, self.event = module, fn, stream, event
         # [the blocks' count, the timeout flag]: the count only grows, by `grid` a launch.
         self.state = torch.zeros(2, dtype=torch.int64, device="cuda")
         self.launches = 0
@@ -168,15 +186,27 @@ class Drain:
         launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p, ctypes.c_void_p,
                                                                      ctypes.c_void_p]
         self._launch = launch
+        # Looked up now, with the launch: inside forward's guard a lookup is refused (tests/exploits/test_guard_drain.py).
+        record, wait = d.fn("cuEventRecord"), d.fn("cuStreamWaitEvent")
+        record.restype = wait.restype = ctypes.c_int
+        record.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        wait.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
+        self._record, self._wait = record, wait
 
     def launch(self, stream: int) -> None:
-        """Queue the drain on `stream` (a CUstream handle, torch's `cuda_stream`); the end event follows it."""
+        """Queue the drain on its own stream and make `stream` (a CUstream handle, torch's `cuda_stream`, the timed
+        stream) wait for it: the end event, recorded on `stream` next, follows the drain."""
         self.launches += 1
         self._target.value = self.launches * self.grid
-        rc = self._launch(self.fn, self.grid, 1, 1, THREADS, 1, 1, self.shared_bytes, stream, self._args, None)
+        rc = self._launch(self.fn, self.grid, 1, 1, THREADS, 1, 1, self.shared_bytes, self.stream, self._args, None)
         if rc != 0:
             self.launches -= 1
             raise DrainError(f"cuLaunchKernel of the drain failed (CUDA driver error {rc})")
+        rc = self._record(self.event, self.stream)
+        if rc == 0:
+            rc = self._wait(stream, self.event, 0)
+        if rc != 0:
+            raise DrainError(f"ordering the timed stream after the drain failed (CUDA driver error {rc})")
 
     def timeouts(self) -> int:
         """Whether any launch so far gave up waiting (1) or not (0); resets the flag. Synchronises the device."""

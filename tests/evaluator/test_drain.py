@@ -53,9 +53,9 @@ def test_the_ptx_is_what_the_documented_source_compiles_to(tmp_path):
 
 
 def test_the_drain_is_a_setting_the_children_get():
-    settings = config.RunnerConfig.from_env({"KERNELHUB_WINDOW_DRAIN": "1"})
-    assert settings.window_drain is True
-    assert config.RunnerConfig.from_env({}).window_drain is False  # off until its GPU run with the head start
+    settings = config.RunnerConfig.from_env({"KERNELHUB_WINDOW_DRAIN": "0"})
+    assert settings.window_drain is False
+    assert config.RunnerConfig.from_env({}).window_drain is True  # on as the evaluator ships, with the head start
     with pytest.raises(config.ConfigError, match="KERNELHUB_WINDOW_DRAIN"):
         config.RunnerConfig.from_env({"KERNELHUB_WINDOW_DRAIN": "sometimes"})
 
@@ -89,5 +89,41 @@ def test_the_end_event_follows_a_kernel_left_on_another_stream():
     drained = statistics.median(window(True, True) for _ in range(20))
     assert escaped < 0.5 * own, (escaped, own)  # plain events miss it
     assert drained >= 0.9 * own, (drained, own)  # the drain's end event does not
+    assert d.arrived() == d.launches * d.grid
+    assert d.timeouts() == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
+def test_a_short_kernel_left_on_another_stream_gains_nothing_against_the_same_kernel_on_the_timed_stream():
+    # On the timed stream the drain used to start only after forward's last kernel there, paying its launch and its
+    # meeting after it (about 3 us on an H100), while a kernel left on another stream ran beside it: that kernel's
+    # window read those microseconds shorter. On a stream of its own the drain waits beside both alike.
+    d = drain.Drain(torch)
+    x = torch.rand(1 << 22, device="cuda")
+    y = torch.empty_like(x)
+    flush = torch.empty(1 << 26, dtype=torch.int32, device="cuda")
+    cur, side = torch.cuda.current_stream(), torch.cuda.Stream()
+
+    def window(on_side: bool) -> float:
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        flush.zero_()
+        start.record(cur)
+        stream = side if on_side else cur
+        stream.wait_stream(cur)
+        with torch.cuda.stream(stream):
+            torch.clamp_min(x, 0.0, out=y)
+        d.launch(cur.cuda_stream)
+        end.record(cur)
+        end.synchronize()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) * 1000.0
+
+    for _ in range(10):
+        window(False), window(True)
+    own = statistics.median(window(False) for _ in range(200))
+    side_stream = statistics.median(window(True) for _ in range(200))
+    assert side_stream > own - 1.0, (side_stream, own)
     assert d.arrived() == d.launches * d.grid
     assert d.timeouts() == 0

@@ -23,10 +23,9 @@ def head_start_on(monkeypatch):
     monkeypatch.setattr(child, "HEAD_START_MAX_US", CAP)
 
 
-def test_it_is_off_as_the_evaluator_ships_and_the_setting_turns_it_on(monkeypatch):
-    # Off until the tight-loop rule has run on a GPU (docs/GPU_RUNS.md, "Next runs"); 150 is the cap to try.
-    assert RunnerConfig.from_env({}).head_start_max_us == 0.0
-    assert RunnerConfig.from_env({"KERNELHUB_HEAD_START_MAX_US": "150"}).head_start_max_us == CAP
+def test_it_is_on_as_the_evaluator_ships_and_zero_turns_it_off(monkeypatch):
+    assert RunnerConfig.from_env({}).head_start_max_us == CAP
+    assert RunnerConfig.from_env({"KERNELHUB_HEAD_START_MAX_US": "0"}).head_start_max_us == 0.0
     monkeypatch.setattr(child, "HEAD_START_MAX_US", 0.0)
     harness = _harness(1980.0)
     harness.host_recent[True].extend([90.0] * HEAD_START_SAMPLES)
