@@ -20,9 +20,13 @@ paid its launch and its meeting after it (about 3 us on an H100), which the pare
 that forward left on another stream did not hold the drain back, so the drain ran beside it and the exploit saved
 those 3 us a call (on an H100 on 2026-12-06: a side-stream ReLU read 6.2 us against the honest one's 9.0). On its own
 stream (not the legacy stream's implicit order: non-blocking) the drain starts beside whatever forward queued, on
-any stream, once that kernel's blocks have all been dispatched (one hardware queue per child keeps launch order,
-sandbox.CUDA_CONNECTIONS_VAR), takes each SM as it comes free, and meets as the last of forward's blocks ends: the
-same few hundred nanoseconds after forward's work on every stream. What it does not order: copies on another
+any stream, once that kernel's blocks have all been dispatched, takes each SM as it comes free, and meets as the
+last of forward's blocks ends: the same microsecond or so after forward's work on every stream (1.3 us on an H100,
+against 3.0 on the timed stream). That needs one hardware queue per context (CUDA_DEVICE_MAX_CONNECTIONS=1, as every
+child of the evaluator has, sandbox.CUDA_CONNECTIONS_VAR), which keeps launch order across streams: with the
+driver's default 8 the drain's own stream has a queue of its own and met before a side stream's kernel had begun
+(a raw test on an H100: 1.3 us against 17.2). So where the process has more queues, the drain goes on the timed
+stream, as before. What it does not order: copies on another
 stream (the copy engines), and work whose launch waits on the host (a host function, a stream waiting on a value
 the host writes later). The tail still counts those, as before.
 
@@ -55,6 +59,7 @@ that a driver from CUDA 10.1 on can load it; ptxas accepts it for sm_75 and sm_9
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any
 
 from . import ipc
@@ -171,7 +176,9 @@ class Drain:
             raise DrainError(f"the drain kernel could not be loaded: {e}") from None
         if self.grid < 1:
             raise DrainError("the device reports no multiprocessors")
-        self.module, self.fn, self.stream, self.event = module, fn, stream, event
+        self.module, self.fn, self.event = module, fn, event
+        # Its own stream only where launch order holds across streams (above); else the timed stream (launch()).
+        self.stream = stream if os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1" else None
         # [the blocks' count, the timeout flag]: the count only grows, by `grid` a launch.
         self.state = torch.zeros(2, dtype=torch.int64, device="cuda")
         self.launches = 0
@@ -195,13 +202,18 @@ class Drain:
 
     def launch(self, stream: int) -> None:
         """Queue the drain on its own stream and make `stream` (a CUstream handle, torch's `cuda_stream`, the timed
-        stream) wait for it: the end event, recorded on `stream` next, follows the drain."""
+        stream) wait for it, or (more than one hardware queue) queue it on `stream`: either way the end event,
+        recorded on `stream` next, follows the drain."""
         self.launches += 1
         self._target.value = self.launches * self.grid
-        rc = self._launch(self.fn, self.grid, 1, 1, THREADS, 1, 1, self.shared_bytes, self.stream, self._args, None)
+        own = self.stream is not None
+        rc = self._launch(self.fn, self.grid, 1, 1, THREADS, 1, 1, self.shared_bytes, self.stream if own else stream,
+                          self._args, None)
         if rc != 0:
             self.launches -= 1
             raise DrainError(f"cuLaunchKernel of the drain failed (CUDA driver error {rc})")
+        if not own:
+            return
         rc = self._record(self.event, self.stream)
         if rc == 0:
             rc = self._wait(stream, self.event, 0)
