@@ -26,9 +26,9 @@ against 3.0 on the timed stream). That needs one hardware queue per context (CUD
 child of the evaluator has, sandbox.CUDA_CONNECTIONS_VAR), which keeps launch order across streams: with the
 driver's default 8 the drain's own stream has a queue of its own and met before a side stream's kernel had begun
 (a raw test on an H100: 1.3 us against 17.2). So where the process has more queues, the drain goes on the timed
-stream, as before. What it does not order: copies on another
-stream (the copy engines), and work whose launch waits on the host (a host function, a stream waiting on a value
-the host writes later). The tail still counts those, as before.
+stream, as before. What it does not order: copies on another stream (the copy engines), and work whose launch
+waits on the host (a host function, a stream waiting on a value the host writes later). The tail still counts
+those, as before.
 
 What it costs every side alike (eager, torch.compile, the solution, the clock audit's null call): the meeting after
 forward's last block, and the event the timed stream waits on. The trusted reference measures it
