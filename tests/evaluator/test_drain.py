@@ -116,14 +116,24 @@ def windows_in_a_process(connections: str, size: int, kernels: int, calls: int) 
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
-@pytest.mark.parametrize("connections", ["1", "8"])
-def test_the_end_event_follows_kernels_left_on_another_stream(connections):
-    # One hardware queue (the evaluator's children): the drain on a stream of its own; eight (the driver's default):
-    # on the timed stream.
-    w = windows_in_a_process(connections, 1 << 25, 10, 20)
-    assert w["own_stream"] == (connections == "1"), w
-    assert w["escaped"] < 0.5 * w["own"], w  # plain events miss it
-    assert w["side_drained"] >= 0.9 * w["own"], w  # the drain's end event does not
+def test_the_end_event_follows_kernels_left_on_another_stream():
+    # With one hardware queue, as the evaluator's children have it. (There plain events catch most of ten dependent
+    # side-stream kernels too, since the end event waits in the one queue behind each one's launch: 834 against
+    # 925 us on an H100, 2026-12-06; the short-kernel test below is where they escape.)
+    w = windows_in_a_process("1", 1 << 25, 10, 20)
+    assert w["own_stream"], w
+    assert w["side_drained"] >= 0.95 * w["own"], w
+    assert w["complete"], w
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
+def test_with_several_hardware_queues_the_drain_stays_on_the_timed_stream():
+    # With the driver's 8 no placement orders kernels queued on another stream behind a dependency (on the timed
+    # stream the drain met after the first of ten side kernels: 95 against 925 us on an H100, 2026-12-06), and on
+    # its own stream it met before even one had begun: the evaluator gives every child one queue.
+    w = windows_in_a_process("8", 1 << 22, 1, 20)
+    assert not w["own_stream"], w
     assert w["complete"], w
 
 
