@@ -1,5 +1,5 @@
 """Can work on a stream of the solution's own run before the start event, while the GPU is still busy with the
-harness's flush and head start? (docs/EVALUATOR.md: why the head start ships off.)
+harness's flush and head start? (docs/EVALUATOR.md: one hardware queue, and why the head start was off in 1.6.x.)
 
 The evaluator's timed call on a GPU queues, on the current stream: the L2 flush, the head start's spin kernel
 (child.HEAD_START_MAX_US), the start event; then forward; then the end event. Kernels that forward puts on another

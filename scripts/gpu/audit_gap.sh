@@ -4,7 +4,7 @@
 # trusted null call's. Evaluator 1.6.2 took some 75 us a call of the guard's cost off the solution's side on the
 # development machine. On a GPU host, each step under its own timeout, never past BUDGET_S (default 560):
 #   1. benchmarks/guard_cost.py: the per-call guard's host cost, before and after the process-wide guards
-#   2. timing_fidelity.py --only add_small as the evaluator ships (one hardware queue, the head start off), with
+#   2. timing_fidelity.py --only add_small with the head start off (as 1.6.x shipped; one hardware queue), with
 #      the audit's samples (each run's phases, the solution's beside the null call's)
 #   3. the same with the driver's default of 8 hardware queues: the control the 12:05 run lacked
 #   4. if time is left: timing_fidelity.py on CASES (default relu_scale_bias,row_mean: the table) as shipped
@@ -29,7 +29,7 @@ if [ "$DEVICE" = cpu ]; then
 fi
 RUN_LOG=audit_gap.log
 . scripts/gpu/steps.sh
-export KERNELHUB_AUDIT_SAMPLES=1 KERNELHUB_HEAD_START_MAX_US=0
+export KERNELHUB_AUDIT_SAMPLES=1 KERNELHUB_HEAD_START_MAX_US=0 KERNELHUB_WINDOW_DRAIN=0
 
 if [ "${ADD:-1}" = 1 ]; then
 step guard_cost 60 guard_cost.txt $PY benchmarks/guard_cost.py --device "$DEVICE" --out "$OUT/guard_cost.json"

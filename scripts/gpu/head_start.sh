@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The head start on trial (gpu_runner/child.py, HEAD_START_VAR): with evaluator 1.6.2's cheaper guard, is an honest
-# short solution's window its kernel's time, is it accepted by the clock audit, and does one hardware queue still
-# keep side-stream work inside the window? On a GPU host, each step under its own timeout, never past BUDGET_S
-# (default 560), with the head start at HEAD_START_US (default 300) and the children's one connection as shipped:
+# The head start and the drain (gpu_runner/child.py, HEAD_START_VAR; gpu_runner/drain.py), on since evaluator 1.7.1:
+# is an honest short solution's window its kernel's time, is it accepted by the clock audit, and does side-stream
+# work stay inside the window? On a GPU host, each step under its own timeout, never past BUDGET_S (default 560),
+# with the head start's cap at HEAD_START_US (default 150, as shipped) and the children's one connection:
 #   1. timing_fidelity.py on CASES (default add_small,relu_scale_bias,row_mean), built at once, with the audit's
 #      samples: plain events beside the evaluator for eager, compile and solution
 #   2. the evaluator on relu_small_cuda: the honest CUDA ReLU, then the side-stream exploit (its kernel on a
@@ -21,7 +21,7 @@ CASES=${CASES:-add_small,relu_scale_bias,row_mean}
 if [ "$DEVICE" = cpu ]; then CASES="gelu_erf"; fi
 RUN_LOG=head_start.log
 . scripts/gpu/steps.sh
-export KERNELHUB_AUDIT_SAMPLES=1 KERNELHUB_HEAD_START_MAX_US=${HEAD_START_US:-300}
+export KERNELHUB_AUDIT_SAMPLES=1 KERNELHUB_HEAD_START_MAX_US=${HEAD_START_US:-150}
 log "head start up to $KERNELHUB_HEAD_START_MAX_US us a call; cases $CASES"
 
 NCASES=$(echo "$CASES" | tr ',' '\n' | wc -l)

@@ -9,7 +9,7 @@
 #      and the honest kernel with the default connections (the gap, as the exploit corpus would see it); the
 #      clock audit's samples kept (KERNELHUB_AUDIT_SAMPLES=1)
 #   3. if time is left: timing_fidelity.py on add_small with the head start on and one connection
-# Knobs: BUDGET_S; HEAD_START_US (300; 0: the evaluator's steps with the head start off, as it ships); SKIP_PROBE=1
+# Knobs: BUDGET_S; HEAD_START_US (300; 0: the evaluator's steps with the head start off, as 1.6.x shipped); SKIP_PROBE=1
 # (step 1 left out). The evaluator's children get one connection unless KERNELHUB_CUDA_DEVICE_MAX_CONNECTIONS says
 # otherwise (gpu_runner/sandbox.py); the "default" steps set it to the driver's default, 8.
 # Carry: .whl and .carry (scripts/gpu/carry.sh). Writes under $OUT: side_streams.log (each step's rc and what it

@@ -58,10 +58,9 @@ PLAIN = textwrap.dedent('''
 
 @pytest.mark.cuda
 @CUDA
-@pytest.mark.xfail(strict=False, reason=(
-    "not met yet (issue 12): on the H200 on 2026-12-01 19:35 (evaluator 1.4.0) the solution's short kernels "
-    "were reported at 1.5-1.9x plain events, eager within 1% (docs/BENCHMARKS.md)"))
 def test_it_reports_what_plain_cuda_events_measure_for_a_short_kernel():
+    # Met since 1.7.1 (the head start and the drain): 1.004-1.009 for the solutions on an H100 (2026-12-06 12:31,
+    # docs/BENCHMARKS.md), where 1.4.0 read them at 1.5-1.9x. Expected to fail with KERNELHUB_HEAD_START_MAX_US=0.
     result = evaluate(PROBLEM, CUDA_SOLUTION, device="cuda")
     assert result["verdict"] == "accepted", result["message"]
     path = FIXTURES / "relu_scale_cuda.py"
@@ -105,6 +104,8 @@ def test_it_counts_work_left_running_on_another_stream():
     if escaping["verdict"] == "rejected":  # a guard or heuristic may name it first: then it gains nothing either
         return
     assert escaping["verdict"] == "accepted", escaping["message"]
-    assert escaping["checks"]["timed_window_tail"]["calls_over_allowance"] > escaping["checks"]["timed_calls"] // 2
-    # Without the tail it would report a few us (forward returns before its 21 kernels run).
+    if "window_drain" not in escaping["checks"]:
+        # Without the drain the escaped work shows in the tail after the end event; with it, inside the window.
+        assert escaping["checks"]["timed_window_tail"]["calls_over_allowance"] > escaping["checks"]["timed_calls"] // 2
+    # Without the tail or the drain it would report a few us (forward returns before its 21 kernels run).
     assert escaping["runtime_us"] >= 0.8 * honest["runtime_us"], (escaping["runtime_us"], honest["runtime_us"])
