@@ -9,6 +9,8 @@
 #      stream of its own, which ran during the spin with the driver's default connections on 2026-12-02 11:58).
 #      Their builds are made while step 1 prepares its cases (WARM_RELU=1, the default: both evaluated once in the
 #      background, those verdicts kept as warm_*.json and not counted), and step 1 measures only after them.
+# KernelBench's own problems among CASES ("KB level1/88", "KB level1/5_") need its files in .carry/kernelbench/level1
+# (cp -r ../shared/data/kernelbench/KernelBench/level1 .carry/kernelbench/; KB names another folder).
 # Carry: .whl and .carry (scripts/gpu/carry.sh). Writes under $OUT: head_start.log (each step's rc, table rows and
 # verdicts) and head_start.tar.gz (the JSONs, steps.log). DEVICE=cpu rehearses step 1 with the bundled CPU case.
 # FIDELITY_S (320) is step 1's deadline.
@@ -24,6 +26,8 @@ RUN_LOG=head_start.log
 export KERNELHUB_AUDIT_SAMPLES=1 KERNELHUB_HEAD_START_MAX_US=${HEAD_START_US:-150}
 log "head start up to $KERNELHUB_HEAD_START_MAX_US us a call; cases $CASES"
 
+KB=${KB:-.carry/kernelbench}
+kb=(); [ -d "$KB/level1" ] && kb=(--kernelbench "$KB")
 NCASES=$(echo "$CASES" | tr ',' '\n' | wc -l)
 FIDELITY_S=${FIDELITY_S:-320}
 EVALUATE=(-m gpu_runner evaluate --problem tests/exploits/problems/relu_small_cuda.py --device cuda --seed 1 --json
@@ -39,7 +43,7 @@ if [ "$DEVICE" = cuda ] && [ "${WARM_RELU:-1}" = 1 ]; then
   wait_for=(--wait-for "$OUT/warm.done")
 fi
 step fidelity $((FIDELITY_S + 20)) fidelity.txt $PY benchmarks/timing_fidelity.py --device "$DEVICE" --only "$CASES" \
-  --prepare "$NCASES" --deadline-s "$FIDELITY_S" --out "$OUT/fidelity.json" "${wait_for[@]}"
+  --prepare "$NCASES" --deadline-s "$FIDELITY_S" --out "$OUT/fidelity.json" "${wait_for[@]}" "${kb[@]}"
 rows fidelity fidelity.txt
 
 if [ "$DEVICE" = cuda ]; then
