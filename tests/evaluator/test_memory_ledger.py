@@ -46,6 +46,13 @@ def _entries(cache: Path) -> list[Path]:
     return sorted((cache / "memory").glob("*.json"))
 
 
+def _entry(path: Path) -> dict:
+    """An entry as the ledger's readers see it: read under the ledger's lock, as its writers write (a rewrite
+    truncates then writes, so a read beside a replan that rewrites it could find it empty)."""
+    with memory_ledger._ledger_locked(path.parent):
+        return json.loads(path.read_text())
+
+
 def test_another_evaluations_reservation_counts_until_it_is_killed(tmp_path, capfd):
     settings = RunnerConfig(cache_dir=tmp_path)
     holder = _holder(tmp_path, "GPU-aaaa", 3 * GiB, 5 * GiB, 60)
@@ -53,7 +60,7 @@ def test_another_evaluations_reservation_counts_until_it_is_killed(tmp_path, cap
         held = memory_ledger.held_by_others(settings)
         assert held.host_bytes == 3 * GiB and held.on("GPU-aaaa") == 5 * GiB and held.on("GPU-bbbb") == 0
         [entry] = _entries(tmp_path)
-        assert json.loads(entry.read_text())["pid"] == holder.pid
+        assert _entry(entry)["pid"] == holder.pid
     finally:
         holder.send_signal(signal.SIGKILL)  # no release: the kernel drops the entry's flock with the process
         holder.wait()
@@ -99,7 +106,7 @@ def test_it_waits_while_the_others_hold_what_it_needs(tmp_path):
         # The entry says what the plan holds now, to the others.
         assert r.replan(lambda grown: (True, 2 * GiB, 20 * GiB), timeout_s=5)
         [entry] = _entries(tmp_path)
-        assert json.loads(entry.read_text())["device_bytes"] == 20 * GiB
+        assert _entry(entry)["device_bytes"] == 20 * GiB
     finally:
         r.release()
     assert _entries(tmp_path) == []
@@ -151,10 +158,10 @@ def test_a_grown_plan_counts_what_came_since_and_waits_for_a_later_evaluation(tm
         assert [h["pid"] for h in replanned["waited_for"]] == [holder.pid] and replanned["waited_s"] >= 0.5
         assert replanned["grown_device_bytes"] == 0  # at the end, once the other had gone
         [entry] = _entries(tmp_path)
-        assert json.loads(entry.read_text())["device_bytes"] == 30 * GiB
+        assert _entry(entry)["device_bytes"] == 30 * GiB
         # Less than reserved: it fits at once and the entry shrinks.
         assert mine.replan(lambda grown: (True, GiB, 5 * GiB), timeout_s=60)
-        assert json.loads(entry.read_text())["device_bytes"] == 5 * GiB
+        assert _entry(entry)["device_bytes"] == 5 * GiB
     finally:
         holder.kill()
         holder.wait()
@@ -164,8 +171,9 @@ def test_a_grown_plan_counts_what_came_since_and_waits_for_a_later_evaluation(tm
 
 def _rewrite_entry(cache: Path, pid: int, **fields) -> None:
     """An entry as its own evaluation would have rewritten it (its plan grown, or waiting in a replan)."""
-    [path] = [p for p in _entries(cache) if json.loads(p.read_text())["pid"] == pid]
-    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+    [path] = [p for p in _entries(cache) if _entry(p)["pid"] == pid]
+    with memory_ledger._ledger_locked(path.parent):
+        path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
 
 
 def test_a_grown_plan_waits_for_an_earlier_evaluation_that_grew_and_counts_only_its_growth(tmp_path):
@@ -209,7 +217,7 @@ def test_a_grown_plan_is_refused_at_once_beside_an_earlier_evaluation_that_waits
         assert time.monotonic() - started < 5
         # What it wants counts; the last plan, for the refusal's figures, is the one beside it.
         assert seen[0] == 6 * GiB and seen[-1] == 6 * GiB, seen
-        assert mine.record()["host_bytes"] == GiB and "replanning" not in json.loads(mine.path.read_text())
+        assert mine.record()["host_bytes"] == GiB and "replanning" not in _entry(mine.path)
     finally:
         holder.kill()
         holder.wait()
@@ -233,9 +241,9 @@ def test_a_waiting_replan_says_what_it_wants_and_gives_up_when_its_evaluation_en
     thread.start()
     try:
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not json.loads(mine.path.read_text()).get("replanning"):
+        while time.monotonic() < deadline and not _entry(mine.path).get("replanning"):
             time.sleep(0.05)
-        entry = json.loads(mine.path.read_text())
+        entry = _entry(mine.path)
         assert entry["replanning"] and entry["wants_device_bytes"] == 30 * GiB and entry["device_bytes"] == 10 * GiB
         # An evaluation that plans meanwhile counts what the waiting one wants, not what it holds: none starves it.
         held = memory_ledger.held_by_others(settings)
@@ -244,7 +252,7 @@ def test_a_waiting_replan_says_what_it_wants_and_gives_up_when_its_evaluation_en
         thread.join(timeout=5)
         assert not thread.is_alive()
         assert len(outcome) == 1 and isinstance(outcome[0], memory_ledger.MemoryWaitCancelled), outcome
-        entry = json.loads(mine.path.read_text())
+        entry = _entry(mine.path)
         assert "replanning" not in entry and entry["device_bytes"] == 10 * GiB
     finally:
         cancel.set()
