@@ -249,6 +249,8 @@ class Harness:
         self.device = msg["device"]
         self.policy = msg.get("policy") or {}
         seed = int(msg["seed"])
+        if msg.get("memory_bytes") is not None:
+            self._limit_address_space(int(msg["memory_bytes"]))
         if msg.get("build_only"):
             return self._load_for_builds(msg, seed)
         # Full fp32 on both sides: a TF32 reference would loosen what a solution must match.
@@ -320,6 +322,21 @@ class Harness:
             # What the Model's parameters and buffers hold: each child has its own copy, which the memory plan counts.
             info["param_bytes"] = self._param_bytes(self.model)
         return {"info": info}
+
+    @staticmethod
+    def _limit_address_space(nbytes: int) -> None:
+        """The solution's address-space limit on the CPU track, set by the harness before the solution is imported:
+        the memory plan's figure (context.load_fields). Soft and hard alike, never above the hard limit the process
+        started with; without CAP_SYS_RESOURCE nothing in this process can raise it again."""
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            nbytes = min(nbytes, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+        except (OSError, ValueError) as e:
+            raise HarnessError("internal", f"could not set the address-space limit to {nbytes} bytes: {e}") from None
 
     def _param_bytes(self, model) -> int:
         """The bytes of the storages under a Module's parameters and buffers, each storage once (shared and

@@ -24,6 +24,9 @@ INTERNAL_VARS = frozenset({"KERNELHUB_LOCKDOWN", "KERNELHUB_LOCKDOWN_HIDE", "KER
 # How long a timing loop runs on each device when KERNELHUB_TIMING_BUDGET_S does not say (seconds).
 TIMING_BUDGET_S = {"cuda": 10.0, "cpu": 3.0}
 OUTPUT_IPC_MODES = ("0", "1", "capability")
+# The least address space the solution's child gets on the CPU track when the plan sets its limit (GiB): what one
+# held by default before the plan set it, enough for torch and a problem of some hundreds of MiB.
+CHILD_MEMORY_FLOOR_GB = 8.0
 
 
 class ConfigError(ValueError):
@@ -109,8 +112,10 @@ SETTINGS: dict[str, Setting] = {
                               "seconds a child may take to import and construct (builds not counted)"),
     "child_wall_s": Setting("KERNELHUB_CHILD_WALL_S", _number(positive=True), 900.0,
                             "a child's whole life, in seconds"),
-    "child_memory_gb": Setting("KERNELHUB_CHILD_MEMORY_GB", _number(positive=True), 8.0,
-                               "a CPU-track child's address-space limit, GiB (trusted children get 1.5x)"),
+    "child_memory_gb": Setting("KERNELHUB_CHILD_MEMORY_GB", _number(positive=True), None,
+                               "a CPU-track child's address-space limit, GiB, fixed (trusted children get 1.5x); "
+                               "unset: the solution's is set at its load from the memory plan, at least 8 GiB, and "
+                               "the trusted children's is the host's memory"),
     "output_ipc": Setting("KERNELHUB_OUTPUT_IPC", _choice(*OUTPUT_IPC_MODES, why=(
         "use 0 (outputs through files), 1 (a slot of device memory for the solution's outputs) or capability "
         "(slots for both children's)")), "capability",
@@ -180,7 +185,7 @@ class RunnerConfig:
     step_timeout_s: float = 120.0
     load_timeout_s: float = 300.0
     child_wall_s: float = 900.0
-    child_memory_gb: float = 8.0
+    child_memory_gb: float | None = None
     output_ipc: str = "capability"
     timing_budget_s: float | None = None
     max_reps: int = 2000
@@ -236,7 +241,14 @@ class RunnerConfig:
         return self.timing_budget_s if self.timing_budget_s is not None else TIMING_BUDGET_S[device]
 
     def child_memory_bytes(self) -> int:
-        return int(self.child_memory_gb * (1 << 30))
+        """KERNELHUB_CHILD_MEMORY_GB in bytes; unset, the floor of the limit the plan sets (CHILD_MEMORY_FLOOR_GB)."""
+        gb = self.child_memory_gb if self.child_memory_gb is not None else CHILD_MEMORY_FLOOR_GB
+        return int(gb * (1 << 30))
+
+    def child_memory_from_plan(self) -> bool:
+        """Whether the solution's address-space limit on the CPU track follows the memory plan (the setting unset)
+        rather than a fixed KERNELHUB_CHILD_MEMORY_GB (session.limits, memory_plan.solution_address_space)."""
+        return self.child_memory_gb is None
 
     def hard_time_limit_s(self) -> int:
         return self.time_limit_s if self.time_limit_s is not None else int(self.soft_time_limit_s * 1.2)

@@ -17,7 +17,7 @@ from typing import Any
 
 from gpu_runner import config, contract, gpulock, ipc, timing, workdir
 from gpu_runner.result import EvaluationResult
-from gpu_runner.session import EvaluatorError, Session, limits, trusted, untrusted
+from gpu_runner.session import EvaluatorError, Session, address_space_ceiling, limits, trusted, untrusted
 
 SLOT_MARGIN = 64 * ipc.ALIGN  # room for the alignment of an output's tensors in a lent slot
 # The longest an exclusive phase waits for the warm pool's next processes to finish starting (torch's import):
@@ -44,6 +44,9 @@ class Context:
         self.device_model = ""  # set by the memory plan, before the trials (reference.Reference.plan_before_trials)
         # What the memory plan reserved in the host's ledger (memory_ledger.py), released when the run is closed.
         self.reservation: Any = None
+        # The solution child's address-space limit on the CPU track, sent with its load (load_fields): from the
+        # plan before the trials (memory_plan.solution_address_space), else KERNELHUB_CHILD_MEMORY_GB's figure.
+        self.solution_memory_bytes: int | None = None
         # Set once the run is being closed: a memory wait on another thread gives up (memory_ledger's cancel).
         self.ending = threading.Event()
         self.open_stages: list[str] = []  # the timed stages under way, on any thread (memory_plan.DeviceUsedWatch)
@@ -186,6 +189,14 @@ class Context:
     def limits(self, role: str, *, gpu: bool = True) -> Any:
         return limits(self.device, role, gpu=gpu, settings=self.settings)
 
+    def solution_memory_limit(self) -> int | None:
+        """The solution child's address-space limit as the memory plan counts it: on the CPU track, where the plan
+        sets it (KERNELHUB_CHILD_MEMORY_GB unset), the figure sent with its load or, before that, the ceiling it
+        starts with; else the fixed limit (None on a GPU, where the driver maps huge virtual ranges)."""
+        if self.device == "cpu" and self.settings.child_memory_from_plan():
+            return self.solution_memory_bytes or address_space_ceiling(self.settings)
+        return self.limits("solution").memory_bytes
+
     def session(self, role: str, on_build: Callable[[Any], dict[str, Any]] | None = None, *,
                 gpu: bool = True) -> Session:
         """A child for `role` (eager, compile, solution): a pre-started one from the pool where it has one."""
@@ -215,6 +226,13 @@ class Context:
                   "solution_file": "solution.py" if role == "solution" else None, "policy": policy}
         if role == "solution" and self.workdir is not None:
             fields["extension"] = {"name": workdir.EXTENSION_NAME}
+        if role == "solution" and self.device == "cpu":
+            # The harness sets its process's address-space limit to this before it imports the solution (never
+            # above the limit it started with): the plan's figure, or the floor where no plan was made before the
+            # load (a problem whose footprint the meta device cannot work out; a build ahead).
+            if self.solution_memory_bytes is None:
+                self.solution_memory_bytes = self.settings.child_memory_bytes()
+            fields["memory_bytes"] = self.solution_memory_bytes
         return fields
 
     def close(self) -> list[int]:

@@ -49,6 +49,16 @@ EXPECTED_IN_MEMORY_BYTES = 1 << 30
 USABLE_SHARE = 0.9
 GOAL_RATIO = 3
 MIN_KEEP = 2  # a timing batch needs a call on a fresh set and one on a reused set (timing.run_timing)
+# Where the plan sets the solution child's address-space limit (the CPU track, KERNELHUB_CHILD_MEMORY_GB unset): this
+# many times what it counts for that child before the trials. The timing plan, from the measured footprint, can
+# count more (temporaries the shapes did not show) and must fit under the limit set at the load, which cannot be
+# raised once the solution runs.
+SOLUTION_LIMIT_MARGIN = 1.5
+# Where a child's address-space limit comes from, for a refusal (plan's limit_notes).
+FIXED_LIMIT_NOTE = "KERNELHUB_CHILD_MEMORY_GB"
+CEILING_NOTE = "the host's memory"
+SET_AT_LOAD_NOTE = ("set at its load from the plan before the trials; the measured footprint needs more. "
+                    "A fixed KERNELHUB_CHILD_MEMORY_GB sets another")
 
 
 def _cap(name: str, settings: config.RunnerConfig | None) -> int | None:
@@ -63,6 +73,25 @@ def _read_int(path: str) -> int | None:
     except OSError:
         return None
     return int(text) if text.isdigit() else None
+
+
+def host_total() -> int | None:
+    """The host's memory in bytes (MemTotal), or the cgroup's limit where that is lower; None where unknown."""
+    total = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    total = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit_path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        limit = _read_int(limit_path)
+        if limit is not None and limit < (1 << 60):
+            total = min(total, limit) if total is not None else limit
+            break
+    return total
 
 
 def host_free(settings: config.RunnerConfig | None = None) -> dict[str, Any]:
@@ -244,13 +273,16 @@ def _gib(n: float) -> str:
 def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | None, source: str,
          host: dict[str, Any], gpu: dict[str, Any], child_limits: tuple[int | None, int | None], n_trials: int,
          sets_wanted: int,
-         keep_wanted: int, tmpfs_work: bool, lent_outputs: int = 0, param_bytes: int = 0) -> Plan:
+         keep_wanted: int, tmpfs_work: bool, lent_outputs: int = 0, param_bytes: int = 0,
+         limit_notes: tuple[str, str] = (FIXED_LIMIT_NOTE, FIXED_LIMIT_NOTE)) -> Plan:
     """The plan for one evaluation; `sets_wanted` and `keep_wanted` are what the evaluator would use with memory
     to spare (its byte budgets), reduced here until the evaluation fits. child_limits: the address-space limits of
     the reference's and the solution's child (None: none, on a GPU). lent_outputs: on a GPU, the outputs the device
     memory lent to the solution's child holds where the expected outputs are computed on demand
     (gpu_runner/ipc.py). param_bytes: the Model's parameters and buffers, which each child holds (outside the
-    reference's measured peak, which starts once its Model is loaded)."""
+    reference's measured peak, which starts once its Model is loaded). limit_notes: where the reference's and the
+    solution's limits come from, for the refusal's words (a fixed KERNELHUB_CHILD_MEMORY_GB, the host's memory,
+    the figure solution_address_space set)."""
     ref_limit, sol_limit = child_limits
     i_b, o_b, w_b = max(0, input_bytes), max(0, output_bytes), max(0, param_bytes)
     # The reference's own peak: what one call holds (inputs, output, temporaries); at least inputs + output. Each
@@ -330,19 +362,27 @@ def plan(device: str, *, input_bytes: int, output_bytes: int, peak_bytes: int | 
                   {"host": host, **({"device": gpu} if device == "cuda" else {}),
                    "child_limits": {"reference": ref_limit, "solution": sol_limit}})
     if not ok:
-        result.message = _refusal(device, footprint, n, host_free_b, gpu_free_b, over_limit(n))
+        result.message = _refusal(device, footprint, n, host_free_b, gpu_free_b, over_limit(n), limit_notes)
     return result
 
 
+def solution_address_space(p: Plan, floor: int, ceiling: int) -> int:
+    """The solution child's address-space limit from the plan before its trials: SOLUTION_LIMIT_MARGIN times what
+    the plan counts for it, at least `floor` (KERNELHUB_CHILD_MEMORY_GB's default), at most `ceiling` (the host's
+    memory: session.address_space_ceiling)."""
+    return max(floor, min(ceiling, int(SOLUTION_LIMIT_MARGIN * p.needs.get("solution_child", 0))))
+
+
 def _refusal(device: str, fp: dict[str, Any], n: dict[str, int], host_free_b: int | None, gpu_free_b: int | None,
-             over: list[tuple[str, int, int]]) -> str:
+             over: list[tuple[str, int, int]],
+             limit_notes: tuple[str, str] = (FIXED_LIMIT_NOTE, FIXED_LIMIT_NOTE)) -> str:
     what = (f"inputs {_gib(fp['input_bytes'])}, output {_gib(fp['output_bytes'])}, the reference's own peak "
             f"{_gib(fp['peak_bytes'])} ({'measured' if fp['source'] != 'meta' else 'estimated from the shapes'})"
             + (f", parameters {_gib(fp['param_bytes'])} in each process" if fp.get("param_bytes") else ""))
     short = []
     for who, need, limit in over:
-        short.append(f"{who} process needs {_gib(need)} of address space, over its limit of {_gib(limit)} "
-                     "(KERNELHUB_CHILD_MEMORY_GB)")
+        note = limit_notes[0] if who == "the reference's" else limit_notes[1]
+        short.append(f"{who} process needs {_gib(need)} of address space, over its limit of {_gib(limit)} ({note})")
     if host_free_b is not None and n["host"] > USABLE_SHARE * host_free_b:
         short.append(f"it needs {_gib(n['host'])} of host memory, {_gib(host_free_b)} is free")
     if "device" in n and gpu_free_b is not None and n["device"] > USABLE_SHARE * gpu_free_b:

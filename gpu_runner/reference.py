@@ -15,7 +15,7 @@ from typing import Any
 
 from gpu_runner import correctness, gpulock, memory_ledger, memory_plan, sandbox, sysinfo, timing
 from gpu_runner.context import SLOT_MARGIN, Context
-from gpu_runner.session import EvaluatorError, Session, Verdict, trusted
+from gpu_runner.session import EvaluatorError, Session, Verdict, address_space_ceiling, trusted
 
 # Memory for the K timing input sets (each set lives in the solution's and the reference's process).
 SETS_BUDGET = {"cuda": 8 << 30, "cpu": 512 << 20}
@@ -140,7 +140,13 @@ class Reference:
         self.ctx.result.checks["memory_plan"] = {"before_trials": p.record()}
         if not p.fits:
             raise Verdict("runtime_error", p.message)
-        self._reserve(sizes, source)
+        reserved = self._reserve(sizes, source)
+        if self.ctx.device == "cpu" and self.ctx.settings.child_memory_from_plan():
+            # The solution's child has not loaded yet: its address-space limit, sent with its load, from this plan.
+            limit = memory_plan.solution_address_space(reserved, self.ctx.settings.child_memory_bytes(),
+                                                       address_space_ceiling(self.ctx.settings))
+            self.ctx.solution_memory_bytes = limit
+            self.ctx.result.checks["memory_plan"]["solution_address_space_bytes"] = limit
 
     def _reserve(self, sizes: dict[str, Any], source: str, *,
                  reading: tuple[dict[str, Any], dict[str, Any]] | None = None,
@@ -214,6 +220,13 @@ class Reference:
             raise Verdict("runtime_error", plans[-1].message)
         return plans[-1]
 
+    def _limit_notes(self) -> tuple[str, str]:
+        """Where the children's address-space limits come from (memory_plan.plan's limit_notes)."""
+        if not (self.ctx.device == "cpu" and self.ctx.settings.child_memory_from_plan()):
+            return memory_plan.FIXED_LIMIT_NOTE, memory_plan.FIXED_LIMIT_NOTE
+        return memory_plan.CEILING_NOTE, (memory_plan.SET_AT_LOAD_NOTE if self.ctx.solution_memory_bytes
+                                          else memory_plan.CEILING_NOTE)
+
     def make_plan(self, input_bytes: int, output_bytes: int, peak_bytes: int | None,
                   source: str) -> memory_plan.Plan:
         per_set = max(1, input_bytes + output_bytes)
@@ -227,7 +240,8 @@ class Reference:
         return memory_plan.plan(
             self.ctx.device, input_bytes=input_bytes, output_bytes=output_bytes, peak_bytes=peak_bytes, source=source,
             param_bytes=self.param_bytes, host=host, gpu=gpu,
-            child_limits=(self.ctx.limits("eager").memory_bytes, self.ctx.limits("solution").memory_bytes),
+            child_limits=(self.ctx.limits("eager").memory_bytes, self.ctx.solution_memory_limit()),
+            limit_notes=self._limit_notes(),
             n_trials=self.n_trials,
             sets_wanted=max(MIN_SETS, min(MAX_SETS, SETS_BUDGET[self.ctx.device] // per_set)),
             keep_wanted=timing.batch_limits(self.ctx.device, output_bytes)[0],

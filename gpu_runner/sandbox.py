@@ -782,6 +782,14 @@ def observed_isolation(child: Child) -> dict[str, Any]:
     except OSError:
         pass
     try:
+        with open(f"/proc/{pid}/limits") as f:
+            for line in f:
+                if line.startswith("Max address space"):
+                    soft = line[len("Max address space"):].split()[0]
+                    seen["address_space_bytes"] = None if soft == "unlimited" else int(soft)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
         with open(f"/proc/{pid}/mountinfo") as f:
             mounts = [line.split() for line in f]
         root = [m for m in mounts if m[4] == "/"]

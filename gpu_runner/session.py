@@ -241,6 +241,14 @@ TRUSTED_MEMORY_FACTOR = 1.5
 BUILD_SLOT_MEMORY_FACTOR = 2.0
 
 
+def address_space_ceiling(settings: config.RunnerConfig) -> int:
+    """The address-space limit a CPU child starts with when the plan sets the solution's: the host's memory
+    (the cgroup's limit where lower), and never less than a fixed setting's trusted child had."""
+    from gpu_runner import memory_plan
+
+    return max(int(settings.child_memory_bytes() * TRUSTED_MEMORY_FACTOR), memory_plan.host_total() or 0)
+
+
 def limits(device: str, role: str = "solution", *, gpu: bool = True,
            settings: config.RunnerConfig | None = None) -> sandbox.Limits:
     """gpu=False: a build slot's child, which sees no GPU, and so gets an address-space limit as on the CPU.
@@ -250,7 +258,13 @@ def limits(device: str, role: str = "solution", *, gpu: bool = True,
     mem = None if device == "cuda" and gpu else settings.child_memory_bytes()
     if mem is not None and device == "cuda":
         mem = int(mem * BUILD_SLOT_MEMORY_FACTOR)
-    if mem is not None and role != "solution":
+    elif mem is not None and settings.child_memory_from_plan():
+        # Every CPU child starts at the ceiling: the trusted ones keep it (the plan and the host's memory ledger
+        # keep them within the host's memory, the limit only stops a runaway problem), the solution's harness
+        # lowers its own at its load, before it imports the solution, to what the plan sets
+        # (memory_plan.solution_address_space), which no process without CAP_SYS_RESOURCE can raise again.
+        mem = address_space_ceiling(settings)
+    elif mem is not None and role != "solution":
         mem = int(mem * TRUSTED_MEMORY_FACTOR)
     return sandbox.Limits(wall_s=wall, cpu_s=int(wall * (os.cpu_count() or 1)), memory_bytes=mem, gpu=gpu)
 

@@ -12,3 +12,30 @@ def test_it_gives_runtime_error_for_a_memory_hog(monkeypatch):
     result = evaluate(PROBLEM, solution, device="cpu")
     assert result["verdict"] == "runtime_error"
     assert "memory" in result["message"].lower() or "alloc" in result["message"].lower(), result["message"]
+
+
+def test_the_plan_sets_the_solutions_limit_and_the_solution_cannot_raise_it(monkeypatch):
+    """With KERNELHUB_CHILD_MEMORY_GB unset, every CPU child starts at the host's memory and the solution's harness
+    lowers its own limit at its load to the plan's figure: for this small problem the floor, 8 GiB. A solution
+    that tries to raise it again and then asks for 12 GiB (address space only, never touched: under the ceiling,
+    over the floor) is refused the allocation: the kernel holds the limit whatever gets past the static screen."""
+    monkeypatch.delenv("KERNELHUB_CHILD_MEMORY_GB", raising=False)
+    solution = with_forward("""
+        resource = __builtins__["__import__"]("reso" + "urce") if isinstance(__builtins__, dict) \
+            else __builtins__.__import__("reso" + "urce")  # past the static screen, which refuses `import resource`
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        except (OSError, ValueError):
+            pass
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (resource.getrlimit(resource.RLIMIT_AS)[1],) * 2)
+        except (OSError, ValueError):
+            pass
+        torch.empty(12 << 30, dtype=torch.uint8)
+    """, prelude="import torch\n")
+    result = evaluate(PROBLEM, solution, device="cpu")
+    assert result["verdict"] == "runtime_error", result["message"]
+    assert "memory" in result["message"].lower() or "alloc" in result["message"].lower(), result["message"]
+    assert result["isolation"]["observed"]["address_space_bytes"] == 8 << 30, result["isolation"]
+    assert result["isolation"]["rlimits"]["address_space_bytes"] > 12 << 30, result["isolation"]
+    assert result["checks"]["memory_plan"]["solution_address_space_bytes"] == 8 << 30
