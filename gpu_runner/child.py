@@ -939,10 +939,20 @@ class Harness:
             import resource
 
             limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-            if limit == resource.RLIM_INFINITY:
+            frees = []
+            if limit != resource.RLIM_INFINITY:
+                with open("/proc/self/statm") as f:
+                    frees.append(limit - int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE"))
+            # The host's memory too: a trusted child's limit can be the host's whole memory (session.limits), and
+            # the memory plan does not count this run.
+            try:
+                with open("/proc/meminfo") as f:
+                    frees += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+            except (OSError, ValueError, IndexError):
+                pass
+            if not frees:
                 return ""
-            with open("/proc/self/statm") as f:
-                free = limit - int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            free = min(frees)
         if need > free:
             return (f"not enough {'device ' if self.device == 'cuda' else ''}memory for the float64 run "
                     f"(about {need / 2**30:.1f} GiB needed, {max(free, 0) / 2**30:.1f} GiB free)")
