@@ -950,6 +950,13 @@ class Harness:
                     frees += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
             except (OSError, ValueError, IndexError):
                 pass
+            try:  # the cgroup's limit less its usage, where there is one (cgroup v2)
+                with open("/sys/fs/cgroup/memory.max") as f, open("/sys/fs/cgroup/memory.current") as g:
+                    cg_max, cg_now = f.read().strip(), g.read().strip()
+                if cg_max.isdigit() and cg_now.isdigit():
+                    frees.append(int(cg_max) - int(cg_now))
+            except OSError:
+                pass
             if not frees:
                 return ""
             free = min(frees)

@@ -237,6 +237,12 @@ class _Run(Context):
         self.result.isolation = dict(sol.child.isolation)
         # The builds are on record whatever the load's end: a compile error's come from the cache or not.
         self.result.checks["builds"] = self.build_log
+        if ref.limit_waits_for_footprint():
+            # The solution's address-space limit (CPU track) from the measured footprint, on a problem's first
+            # evaluation on this device model: the reference's first trial, then the solution's load.
+            with self.timed("wait_for_footprint"):
+                ref.footprint_ready.wait()
+            ref.solution_limit_from_measured()
         with self.timed("solution_load"):
             reply = untrusted(sol, "load", "loading (import, build, ModelNew construction)",
                               timeout=self.settings.load_timeout_s, **self.load_fields("solution"))
@@ -245,6 +251,14 @@ class _Run(Context):
         self.child_versions = {k: v for k, v in info.items() if isinstance(v, (str, int)) or v is None}
         # Read by the parent from /proc, not taken from the child's word.
         observed = sandbox.observed_isolation(sol.child)
+        if self.device == "cpu" and isinstance(observed.get("address_space_bytes"), int):
+            # The limit in force, as the kernel reports it, is what the timing plan counts (the harness never sets
+            # one above the limit its process started with), and what the result shows beside the one it started at.
+            self.solution_memory_bytes = observed["address_space_bytes"]
+            rlimits = dict(self.result.isolation.get("rlimits") or {})
+            rlimits["address_space_at_start_bytes"] = rlimits.get("address_space_bytes")
+            rlimits["address_space_bytes"] = observed["address_space_bytes"]
+            self.result.isolation["rlimits"] = rlimits
         self.result.isolation.update({
             "observed": observed,
             "fs": "read-only except its own directory, private /tmp and /dev/shm" if observed.get("root_read_only")

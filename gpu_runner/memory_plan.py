@@ -57,8 +57,10 @@ SOLUTION_LIMIT_MARGIN = 1.5
 # Where a child's address-space limit comes from, for a refusal (plan's limit_notes).
 FIXED_LIMIT_NOTE = "KERNELHUB_CHILD_MEMORY_GB"
 CEILING_NOTE = "the host's memory"
-SET_AT_LOAD_NOTE = ("set at its load from the plan before the trials; the measured footprint needs more. "
-                    "A fixed KERNELHUB_CHILD_MEMORY_GB sets another")
+SET_AT_LOAD_NOTE = ("set at its load from the memory plan, which cannot raise it once the solution runs; the footprint "
+                    "measured since needs more. A fixed KERNELHUB_CHILD_MEMORY_GB sets another")
+FLOOR_NOTE = ("the least limit, set at its load: no footprint could be worked out before it. A fixed "
+              "KERNELHUB_CHILD_MEMORY_GB sets another")
 
 
 def _cap(name: str, settings: config.RunnerConfig | None) -> int | None:
@@ -390,4 +392,6 @@ def _refusal(device: str, fp: dict[str, Any], n: dict[str, int], host_free_b: in
     return (f"the problem does not fit in this {'GPU' if device == 'cuda' else 'machine'}'s memory, even with one "
             f"timing input set and two checked outputs per batch: {'; '.join(short)} ({what}). Make the problem's "
             "inputs smaller, or run it on a runner with more memory"
-            + (" (or raise KERNELHUB_CHILD_MEMORY_GB where the host has it)" if over else ""))
+            + ((" (or raise KERNELHUB_CHILD_MEMORY_GB where the host has it)"
+                if all(note == FIXED_LIMIT_NOTE for note in limit_notes) else
+                " (or set KERNELHUB_CHILD_MEMORY_GB where the host has the memory)") if over else ""))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,7 @@ class Reference:
         self.session: Session | None = None
         self.expected_mode = "memory"  # or "on_demand": outputs too large to keep, computed just before each trial
         self.sizes_before_trials: dict[str, int] | None = None
+        self.footprint_source = ""  # where sizes_before_trials came from: "cached" or "meta"
         self.free_at_start: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
         self.plan: memory_plan.Plan | None = None
         self.param_bytes = 0  # the Model's parameters and buffers, as the reference's load found them
@@ -92,6 +94,10 @@ class Reference:
         self.input_bytes = self.output_bytes = 0
         self.changes_inputs = False
         self.footprint: dict[str, int] | None = None
+        # Set once the first trial has measured the footprint, or once the reference's outputs phase ends whatever
+        # its end (the solution's limit on the CPU track may wait for it: solution_limit_from_measured).
+        self.footprint_ready = threading.Event()
+        self.measured_footprint: dict[str, int] | None = None
         # The timing input sets (_sets).
         self.n_sets = 0
         self.set_seeds: list[int] = []
@@ -103,8 +109,11 @@ class Reference:
 
     def outputs(self) -> None:
         """The trials' expected outputs (or the pool's copy), then the clock audit's one-time costs."""
-        with self.ctx.device_lock("reference trials", shared=True):
-            self.outputs_held()
+        try:
+            with self.ctx.device_lock("reference trials", shared=True):
+                self.outputs_held()
+        finally:
+            self.footprint_ready.set()
         # While the solution's child still loads: the clock audit's one-time costs in this trusted process
         # (child.op_warm_audit), which its first null call paid inside the timing stage.
         assert self.session is not None
@@ -135,18 +144,50 @@ class Reference:
             # An output the meta device cannot work out counts as nothing here: a refusal must be certain.
             sizes = {"input_bytes": i_b, "output_bytes": o_b if type(o_b) is int else 0, "peak_bytes": 0}
             source = "meta"
-        self.sizes_before_trials = sizes
+        self.sizes_before_trials, self.footprint_source = sizes, source
         p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
         self.ctx.result.checks["memory_plan"] = {"before_trials": p.record()}
         if not p.fits:
             raise Verdict("runtime_error", p.message)
         reserved = self._reserve(sizes, source)
-        if self.ctx.device == "cpu" and self.ctx.settings.child_memory_from_plan():
-            # The solution's child has not loaded yet: its address-space limit, sent with its load, from this plan.
-            limit = memory_plan.solution_address_space(reserved, self.ctx.settings.child_memory_bytes(),
-                                                       address_space_ceiling(self.ctx.settings))
-            self.ctx.solution_memory_bytes = limit
-            self.ctx.result.checks["memory_plan"]["solution_address_space_bytes"] = limit
+        if self._limit_from_plan():
+            # The solution's child has not loaded yet: its address-space limit, sent with its load, from this plan
+            # (from the measured footprint instead where this one comes from the shapes: limit_waits_for_footprint).
+            self._set_solution_limit(reserved, source)
+
+    def _limit_from_plan(self) -> bool:
+        return self.ctx.device == "cpu" and self.ctx.settings.child_memory_from_plan()
+
+    def _set_solution_limit(self, p: memory_plan.Plan, source: str) -> None:
+        limit = memory_plan.solution_address_space(p, self.ctx.settings.child_memory_bytes(),
+                                                   address_space_ceiling(self.ctx.settings))
+        self.ctx.solution_memory_bytes = limit
+        self.ctx.result.checks.setdefault("memory_plan", {})["solution_address_space"] = {
+            "bytes": limit, "from": source, "solution_child_needs": p.needs.get("solution_child", 0)}
+
+    def limit_waits_for_footprint(self) -> bool:
+        """Whether the solution's load waits for the first trial's measured footprint: on the CPU track where the
+        plan sets the solution's limit and the footprint before the trials is not a measured one (from the shapes,
+        which show no temporaries, or none at all). The limit cannot be raised once the solution runs, and a
+        limit below what the same work needs would fail an honest solution. Once per problem and device model:
+        later evaluations plan from the cached footprint."""
+        sizes = self.sizes_before_trials
+        return self._limit_from_plan() and (sizes is None or self.footprint_source != "cached")
+
+    def solution_limit_from_measured(self) -> None:
+        """After footprint_ready: the solution's limit from the plan made on the measured footprint, where it is
+        higher than the one from the shapes (never lower: the first plan's reservation stands)."""
+        fp = self.measured_footprint
+        if fp is None:
+            return
+        p = self.make_plan(fp["input_bytes"], fp["output_bytes"], fp["peak_bytes"], "measured")
+        before = self.ctx.solution_memory_bytes or 0
+        limit = memory_plan.solution_address_space(p, self.ctx.settings.child_memory_bytes(),
+                                                   address_space_ceiling(self.ctx.settings))
+        if limit > before:
+            self._set_solution_limit(p, "measured")
+        self.ctx.result.checks.setdefault("memory_plan", {}).setdefault("solution_address_space", {})[
+            "measured_needs"] = p.needs.get("solution_child", 0)
 
     def _reserve(self, sizes: dict[str, Any], source: str, *,
                  reading: tuple[dict[str, Any], dict[str, Any]] | None = None,
@@ -224,7 +265,9 @@ class Reference:
         """Where the children's address-space limits come from (memory_plan.plan's limit_notes)."""
         if not (self.ctx.device == "cpu" and self.ctx.settings.child_memory_from_plan()):
             return memory_plan.FIXED_LIMIT_NOTE, memory_plan.FIXED_LIMIT_NOTE
-        return memory_plan.CEILING_NOTE, (memory_plan.SET_AT_LOAD_NOTE if self.ctx.solution_memory_bytes
+        if self.ctx.result.checks.get("memory_plan", {}).get("solution_address_space"):
+            return memory_plan.CEILING_NOTE, memory_plan.SET_AT_LOAD_NOTE
+        return memory_plan.CEILING_NOTE, (memory_plan.FLOOR_NOTE if self.ctx.solution_memory_bytes
                                           else memory_plan.CEILING_NOTE)
 
     def make_plan(self, input_bytes: int, output_bytes: int, peak_bytes: int | None,
@@ -318,6 +361,8 @@ class Reference:
             if i == 0:
                 after = reply.get("memory_after_call") or trusted(ref, "memory")
                 footprint = self._measure_footprint(reply, before, after)
+                self.measured_footprint = footprint
+                self.footprint_ready.set()
             if reply["problems"]:
                 raise EvaluatorError(f"the problem's Model output is unusable: {'; '.join(reply['problems'])}")
             outputs = ref.tensors(f"ref_trial_{i}.pt", trusted=True)

@@ -266,7 +266,10 @@ def limits(device: str, role: str = "solution", *, gpu: bool = True,
         mem = address_space_ceiling(settings)
     elif mem is not None and role != "solution":
         mem = int(mem * TRUSTED_MEMORY_FACTOR)
-    return sandbox.Limits(wall_s=wall, cpu_s=int(wall * (os.cpu_count() or 1)), memory_bytes=mem, gpu=gpu)
+    # A CPU-track child sees no GPU (as a build slot's): the track times CPU work, and CUDA work there would be
+    # neither what it ranks nor within its memory plan.
+    return sandbox.Limits(wall_s=wall, cpu_s=int(wall * (os.cpu_count() or 1)), memory_bytes=mem,
+                          gpu=gpu and device == "cuda")
 
 
 def trusted(s: Session, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:

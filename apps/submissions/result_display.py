@@ -63,7 +63,7 @@ LABELS = {
     # isolation
     "env": "Environment", "fs": "File system", "namespaces": "Namespaces", "network": "Network",
     "pid_namespace": "Own process namespace", "process": "Process", "rlimits": "Resource limits",
-    "address_space_bytes": "Address space", "cpu_s": "CPU time", "file_bytes": "Largest file", "tasks": "Tasks",
+    "address_space_bytes": "Address space", "address_space_at_start_bytes": "Address space at start", "cpu_s": "CPU time", "file_bytes": "Largest file", "tasks": "Tasks",
     "runtime_guards": "Runtime guards", "wall_clock_s": "Wall-clock limit", "observed": "Observed in the sandbox",
     "capabilities_dropped": "Capabilities dropped", "no_new_privs": "No new privileges",
     "own_mnt_namespace": "Own mount namespace", "own_net_namespace": "Own network namespace",

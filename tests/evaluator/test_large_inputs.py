@@ -35,12 +35,15 @@ def test_it_accepts_an_honest_solution_over_a_2_gib_input(tmp_path):
     result, stderr = _evaluate(tmp_path, KERNELHUB_MAX_REPS="8", KERNELHUB_TIMING_BUDGET_S="1",
                                KERNELHUB_CHILD_MEMORY_GB="")
     assert result["verdict"] == "accepted", result["message"]
-    limit = result["checks"]["memory_plan"]["solution_address_space_bytes"]
-    need = result["checks"]["memory_plan"]["before_trials"]["needs"]["solution_child"]
-    assert need > 8 * (1 << 30) and limit == int(1.5 * need), (need, limit)
+    # The plan set it from the first trial's measured footprint (the shapes show no temporaries), or from the cached
+    # one where an earlier evaluation on this machine measured it.
+    limit = result["checks"]["memory_plan"]["solution_address_space"]
+    assert limit["from"] in ("measured", "cached"), limit
+    assert limit["solution_child_needs"] > 8 * (1 << 30) and limit["bytes"] == int(1.5 * limit["solution_child_needs"])
     # What the parent read in /proc/<pid>/limits after the load: the figure the plan set, not the ceiling it started at.
-    assert result["isolation"]["observed"]["address_space_bytes"] == limit, result["isolation"]
-    assert result["isolation"]["rlimits"]["address_space_bytes"] > limit
+    assert result["isolation"]["observed"]["address_space_bytes"] == limit["bytes"], result["isolation"]
+    assert result["isolation"]["rlimits"]["address_space_bytes"] == limit["bytes"]
+    assert result["isolation"]["rlimits"]["address_space_at_start_bytes"] > limit["bytes"]
     assert result["checks"]["input_bytes"] == 8192 * 65536 * 4
     plan = result["checks"]["memory_plan"]["timing"]
     assert plan["fits"] and plan["n_sets"] == 1 and plan["expected"] == "on_demand", plan

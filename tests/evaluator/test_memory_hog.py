@@ -1,5 +1,10 @@
+import uuid
+
+import pytest
+
+from gpu_runner import memory_plan
 from gpu_runner.evaluate import evaluate
-from tests.evaluator.helpers import PROBLEM, with_forward
+from tests.evaluator.helpers import HONEST, PROBLEM, with_forward
 
 
 def test_it_gives_runtime_error_for_a_memory_hog(monkeypatch):
@@ -14,6 +19,8 @@ def test_it_gives_runtime_error_for_a_memory_hog(monkeypatch):
     assert "memory" in result["message"].lower() or "alloc" in result["message"].lower(), result["message"]
 
 
+@pytest.mark.skipif((memory_plan.host_total() or 0) < 16 << 30, reason="the ceiling (the host's memory) must be well "
+                    "above the 12 GiB the solution asks for")
 def test_the_plan_sets_the_solutions_limit_and_the_solution_cannot_raise_it(monkeypatch):
     """With KERNELHUB_CHILD_MEMORY_GB unset, every CPU child starts at the host's memory and the solution's harness
     lowers its own limit at its load to the plan's figure: for this small problem the floor, 8 GiB. A solution
@@ -37,5 +44,30 @@ def test_the_plan_sets_the_solutions_limit_and_the_solution_cannot_raise_it(monk
     assert result["verdict"] == "runtime_error", result["message"]
     assert "memory" in result["message"].lower() or "alloc" in result["message"].lower(), result["message"]
     assert result["isolation"]["observed"]["address_space_bytes"] == 8 << 30, result["isolation"]
-    assert result["isolation"]["rlimits"]["address_space_bytes"] > 12 << 30, result["isolation"]
-    assert result["checks"]["memory_plan"]["solution_address_space_bytes"] == 8 << 30
+    assert result["isolation"]["rlimits"]["address_space_bytes"] == 8 << 30, result["isolation"]
+    assert result["isolation"]["rlimits"]["address_space_at_start_bytes"] > 12 << 30, result["isolation"]
+    assert result["checks"]["memory_plan"]["solution_address_space"]["bytes"] == 8 << 30
+
+
+def test_a_first_evaluation_sets_the_solutions_limit_after_the_measured_footprint(monkeypatch):
+    """The shapes show no temporaries: on a problem's first evaluation the solution's load waits for the reference's
+    first trial, and its limit comes from the measured footprint where that needs more; the next evaluation plans
+    from the cached footprint at once."""
+    monkeypatch.delenv("KERNELHUB_CHILD_MEMORY_GB", raising=False)
+    with_temporaries = PROBLEM.replace("return torch.relu(x) * self.scale",
+                                       "t = x.repeat(64, 1)  # 32 MiB beside a 0.5 MiB input\n"
+                                       "        del t\n"
+                                       "        return torch.relu(x) * self.scale")
+    assert with_temporaries != PROBLEM
+    problem = with_temporaries + f"\n# a problem of its own (no footprint cached): {uuid.uuid4()}\n"
+    first = evaluate(problem, HONEST, device="cpu")
+    assert first["verdict"] == "accepted", first["message"]
+    plan = first["checks"]["memory_plan"]
+    assert plan["before_trials"]["footprint"]["source"] == "meta" and "wait_for_footprint" in first["stage_seconds"]
+    limit = plan["solution_address_space"]
+    assert limit["measured_needs"] > plan["before_trials"]["needs"]["solution_child"] + (16 << 20), plan
+    assert limit["bytes"] == max(8 << 30, int(1.5 * limit["measured_needs"])), limit
+    second = evaluate(problem, HONEST, device="cpu")
+    assert second["verdict"] == "accepted", second["message"]
+    assert "wait_for_footprint" not in second["stage_seconds"]
+    assert second["checks"]["memory_plan"]["solution_address_space"]["from"] == "cached"

@@ -34,8 +34,9 @@ def test_it_accepts_a_nested_output_with_a_python_number_on_the_gpu():
 
 
 def test_it_reports_cuda_inputs_on_the_cpu_track_as_a_problem_error():
-    # The CPU track's children have an address-space limit, under which CUDA cannot start (seen on the H200:
-    # cudaGetDeviceCount "out of memory"): such a problem belongs on the CUDA track.
+    # The CPU track's children see no GPU (CUDA_VISIBLE_DEVICES empty, the device nodes hidden): such a problem
+    # belongs on the CUDA track. (Before they were hidden, the address-space limit kept CUDA from starting: seen on
+    # the H200, cudaGetDeviceCount "out of memory".)
     problem = PROBLEM.replace("torch.randn(128, 1024)", "torch.randn(128, 1024, device='cuda')")
     assert problem != PROBLEM
     with pytest.raises(EvaluatorError, match=r"(?s)the reference \(eager\) failed at trial.*get_inputs"):
