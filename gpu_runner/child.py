@@ -943,20 +943,13 @@ class Harness:
             if limit != resource.RLIM_INFINITY:
                 with open("/proc/self/statm") as f:
                     frees.append(limit - int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE"))
-            # The host's memory too: a trusted child's limit can be the host's whole memory (session.limits), and
-            # the memory plan does not count this run.
-            try:
-                with open("/proc/meminfo") as f:
-                    frees += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
-            except (OSError, ValueError, IndexError):
-                pass
-            try:  # the cgroup's limit less its usage, where there is one (cgroup v2)
-                with open("/sys/fs/cgroup/memory.max") as f, open("/sys/fs/cgroup/memory.current") as g:
-                    cg_max, cg_now = f.read().strip(), g.read().strip()
-                if cg_max.isdigit() and cg_now.isdigit():
-                    frees.append(int(cg_max) - int(cg_now))
-            except OSError:
-                pass
+            # The host's memory too (MemAvailable, the cgroup's room): a trusted child's limit can be the host's
+            # whole memory (session.limits), and the memory plan does not count this run.
+            from gpu_runner import memory_plan
+
+            host = memory_plan.host_free().get("free")
+            if host is not None:
+                frees.append(host)
             if not frees:
                 return ""
             free = min(frees)

@@ -189,11 +189,16 @@ class Context:
     def limits(self, role: str, *, gpu: bool = True) -> Any:
         return limits(self.device, role, gpu=gpu, settings=self.settings)
 
+    def limit_from_plan(self) -> bool:
+        """Whether the memory plan sets the solution's address-space limit: the CPU track, KERNELHUB_CHILD_MEMORY_GB
+        unset (config.RunnerConfig.child_memory_from_plan)."""
+        return self.device == "cpu" and self.settings.child_memory_from_plan()
+
     def solution_memory_limit(self) -> int | None:
         """The solution child's address-space limit as the memory plan counts it: on the CPU track, where the plan
         sets it (KERNELHUB_CHILD_MEMORY_GB unset), the figure sent with its load or, before that, the ceiling it
         starts with; else the fixed limit (None on a GPU, where the driver maps huge virtual ranges)."""
-        if self.device == "cpu" and self.settings.child_memory_from_plan():
+        if self.limit_from_plan():
             return self.solution_memory_bytes or address_space_ceiling(self.settings)
         return self.limits("solution").memory_bytes
 

@@ -79,21 +79,9 @@ def _read_int(path: str) -> int | None:
 
 def host_total() -> int | None:
     """The host's memory in bytes (MemTotal), or the cgroup's limit where that is lower; None where unknown."""
-    total = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    total = int(line.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    for limit_path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        limit = _read_int(limit_path)
-        if limit is not None and limit < (1 << 60):
-            total = min(total, limit) if total is not None else limit
-            break
-    return total
+    info = host_free()
+    figures = [v for v in (info.get("mem_total"), info.get("cgroup_limit")) if v is not None]
+    return min(figures) if figures else None
 
 
 def host_free(settings: config.RunnerConfig | None = None) -> dict[str, Any]:

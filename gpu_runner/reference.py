@@ -150,17 +150,18 @@ class Reference:
         if not p.fits:
             raise Verdict("runtime_error", p.message)
         reserved = self._reserve(sizes, source)
-        if self._limit_from_plan():
+        if self.ctx.limit_from_plan():
             # The solution's child has not loaded yet: its address-space limit, sent with its load, from this plan
             # (from the measured footprint instead where this one comes from the shapes: limit_waits_for_footprint).
             self._set_solution_limit(reserved, source)
 
-    def _limit_from_plan(self) -> bool:
-        return self.ctx.device == "cpu" and self.ctx.settings.child_memory_from_plan()
-
-    def _set_solution_limit(self, p: memory_plan.Plan, source: str) -> None:
+    def _set_solution_limit(self, p: memory_plan.Plan, source: str, *, only_higher: bool = False) -> None:
+        """The solution's limit from plan `p` (memory_plan.solution_address_space), recorded with where its
+        footprint came from; only_higher: kept as it is where `p` gives no more."""
         limit = memory_plan.solution_address_space(p, self.ctx.settings.child_memory_bytes(),
                                                    address_space_ceiling(self.ctx.settings))
+        if only_higher and limit <= (self.ctx.solution_memory_bytes or 0):
+            return
         self.ctx.solution_memory_bytes = limit
         self.ctx.result.checks.setdefault("memory_plan", {})["solution_address_space"] = {
             "bytes": limit, "from": source, "solution_child_needs": p.needs.get("solution_child", 0)}
@@ -172,7 +173,7 @@ class Reference:
         limit below what the same work needs would fail an honest solution. Once per problem and device model:
         later evaluations plan from the cached footprint."""
         sizes = self.sizes_before_trials
-        return self._limit_from_plan() and (sizes is None or self.footprint_source != "cached")
+        return self.ctx.limit_from_plan() and (sizes is None or self.footprint_source != "cached")
 
     def solution_limit_from_measured(self) -> None:
         """After footprint_ready: the solution's limit from the plan made on the measured footprint, where it is
@@ -181,11 +182,7 @@ class Reference:
         if fp is None:
             return
         p = self.make_plan(fp["input_bytes"], fp["output_bytes"], fp["peak_bytes"], "measured")
-        before = self.ctx.solution_memory_bytes or 0
-        limit = memory_plan.solution_address_space(p, self.ctx.settings.child_memory_bytes(),
-                                                   address_space_ceiling(self.ctx.settings))
-        if limit > before:
-            self._set_solution_limit(p, "measured")
+        self._set_solution_limit(p, "measured", only_higher=True)
         self.ctx.result.checks.setdefault("memory_plan", {}).setdefault("solution_address_space", {})[
             "measured_needs"] = p.needs.get("solution_child", 0)
 
@@ -263,7 +260,7 @@ class Reference:
 
     def _limit_notes(self) -> tuple[str, str]:
         """Where the children's address-space limits come from (memory_plan.plan's limit_notes)."""
-        if not (self.ctx.device == "cpu" and self.ctx.settings.child_memory_from_plan()):
+        if not self.ctx.limit_from_plan():
             return memory_plan.FIXED_LIMIT_NOTE, memory_plan.FIXED_LIMIT_NOTE
         if self.ctx.result.checks.get("memory_plan", {}).get("solution_address_space"):
             return memory_plan.CEILING_NOTE, memory_plan.SET_AT_LOAD_NOTE
