@@ -258,6 +258,8 @@ def limits(device: str, role: str = "solution", *, gpu: bool = True,
     mem = None if device == "cuda" and gpu else settings.child_memory_bytes()
     if mem is not None and device == "cuda":
         mem = int(mem * BUILD_SLOT_MEMORY_FACTOR)
+        if role != "solution":
+            mem = int(mem * TRUSTED_MEMORY_FACTOR)
     elif mem is not None and settings.child_memory_from_plan():
         # Every CPU child starts at the ceiling: the trusted ones keep it (the plan and the host's memory ledger
         # keep them within the host's memory, the limit only stops a runaway problem), the solution's harness

@@ -71,3 +71,35 @@ def test_a_first_evaluation_sets_the_solutions_limit_after_the_measured_footprin
     assert second["verdict"] == "accepted", second["message"]
     assert "wait_for_footprint" not in second["stage_seconds"]
     assert second["checks"]["memory_plan"]["solution_address_space"]["from"] == "cached"
+
+
+def test_each_child_starts_with_the_limit_of_its_track_and_role(monkeypatch):
+    """A GPU child has no address-space limit (the driver maps huge ranges); a build slot's child (no GPU) has twice
+    the setting, trusted ones 1.5x that again; on the CPU track with the setting unset every child starts at the
+    host's memory (the solution lowers its own at its load), with it set the solution has it and trusted ones 1.5x."""
+    from gpu_runner import config
+    from gpu_runner.session import (
+        BUILD_SLOT_MEMORY_FACTOR,
+        TRUSTED_MEMORY_FACTOR,
+        address_space_ceiling,
+        limits,
+    )
+
+    monkeypatch.delenv("KERNELHUB_CHILD_MEMORY_GB", raising=False)
+    unset = config.RunnerConfig.from_env()
+    floor = unset.child_memory_bytes()
+    assert limits("cuda", "solution", settings=unset).memory_bytes is None
+    assert limits("cuda", "eager", settings=unset).memory_bytes is None
+    assert limits("cuda", "solution", gpu=False, settings=unset).memory_bytes == int(floor * BUILD_SLOT_MEMORY_FACTOR)
+    assert limits("cuda", "eager", gpu=False, settings=unset).memory_bytes == int(
+        int(floor * BUILD_SLOT_MEMORY_FACTOR) * TRUSTED_MEMORY_FACTOR)
+    ceiling = address_space_ceiling(unset)
+    assert ceiling >= int(floor * TRUSTED_MEMORY_FACTOR)
+    for role in ("solution", "eager", "compile"):
+        lim = limits("cpu", role, settings=unset)
+        assert lim.memory_bytes == ceiling and lim.gpu is False, (role, lim)
+
+    monkeypatch.setenv("KERNELHUB_CHILD_MEMORY_GB", "3")
+    fixed = config.RunnerConfig.from_env()
+    assert limits("cpu", "solution", settings=fixed).memory_bytes == 3 << 30
+    assert limits("cpu", "eager", settings=fixed).memory_bytes == int((3 << 30) * TRUSTED_MEMORY_FACTOR)
