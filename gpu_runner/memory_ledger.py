@@ -90,6 +90,12 @@ class Held:
     def on(self, device_key: str) -> int:
         return self.device_bytes.get(device_key, 0)
 
+    def given_back(self) -> Held:
+        """The same amounts negated: a plan made from the free memory less these (attempt) counts what the others
+        reserved as free again, as it will be once they end. The free memory a plan reads already lacks what they
+        have allocated, so "would it fit alone" must add it back, not merely stop subtracting it."""
+        return Held(host_bytes=-self.host_bytes, device_bytes={k: -v for k, v in self.device_bytes.items()})
+
     def describe(self, device_key: str) -> str:
         mine = [h for h in self.holders if h.get("host_bytes") or h.get("device") == device_key]
         return "; ".join(f"pid {h.get('pid')} ({h.get('label') or 'an evaluation'}, host "
@@ -323,9 +329,10 @@ def reserve(device_key: str, attempt: Callable[[Held], tuple[bool, int, int]], *
                 with _own_lock:
                     _own[str(path)] = fd
                 return r
-            # Nothing to wait for: nobody holds anything, or it would not fit even without them (the memory went
-            # elsewhere, or the others are on another GPU).
-            if not others.holders or not attempt(Held())[0]:
+            # Nothing to wait for: nobody holds anything, or it would not fit even once they end, with what they
+            # reserved free again (the memory went elsewhere, or the others are on another GPU). The last plan is
+            # then the one without them, for the refusal's figures.
+            if not others.holders or not attempt(others.given_back())[0]:
                 return None
         if not in_the_way:
             in_the_way = list(others.holders)

@@ -147,8 +147,10 @@ class Reference:
         self.sizes_before_trials, self.footprint_source = sizes, source
         p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
         self.ctx.result.checks["memory_plan"] = {"before_trials": p.record()}
-        if not p.fits:
+        if not p.fits and not memory_ledger.held_by_others(self.ctx.settings).holders:
             raise Verdict("runtime_error", p.message)
+        # Where other evaluations on the host hold memory, a plan short of it is not refused yet: the free memory
+        # it read lacks what they allocated, and the ledger waits for them where it fits once they end.
         reserved = self._reserve(sizes, source)
         if self.ctx.limit_from_plan():
             # The solution's child has not loaded yet: its address-space limit, sent with its load, from this plan
@@ -200,7 +202,8 @@ class Reference:
         def attempt(others: memory_ledger.Held) -> tuple[bool, int, int]:
             host, gpu = reading if reading is not None else (
                 memory_plan.host_free(settings), memory_plan.device_free(self.ctx.device, settings))
-            self.free_at_start = (_less(host, others.host_bytes), _less(gpu, others.on(key)))
+            self.free_at_start = (_less(host, others.host_bytes, by_others=True),
+                                  _less(gpu, others.on(key), by_others=True))
             p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
             plans.append(p)
             return p.fits, p.needs.get("host", 0), p.needs.get("device", 0)
@@ -215,7 +218,11 @@ class Reference:
         record = self.ctx.result.checks.setdefault("memory_plan", {})
         if r is None:  # short of memory with nobody to wait for: refused with the figures, as a plan alone is
             record[record_as] = plans[-1].record()
-            raise Verdict("runtime_error", plans[-1].message)
+            back = [f"{f['free_once_others_end'] / (1 << 30):.1f} GiB of {kind}" for kind, f in
+                    zip(("host memory", "GPU memory"), self.free_at_start, strict=True) if f.get("free_once_others_end")]
+            raise Verdict("runtime_error", (plans[-1].message or "") + (
+                f" (counted as free: {' and '.join(back)} that other evaluations on this host hold now, as free "
+                "once they end)" if back else ""))
         self.ctx.reservation = r
         record["reservation"] = r.record()
         if r.others.holders or record_as != "before_trials":
@@ -485,10 +492,12 @@ class Reference:
         return int(min(2 * self.output_bytes + (1 << 20), 1 << 30))
 
 
-def _less(free: dict[str, Any], reserved: int) -> dict[str, Any]:
-    """A reading of free memory (memory_plan.host_free, device_free) less what other evaluations reserved, or
-    (reserved < 0) with what this evaluation already holds and the plan counts given back."""
+def _less(free: dict[str, Any], reserved: int, *, by_others: bool = False) -> dict[str, Any]:
+    """A reading of free memory (memory_plan.host_free, device_free) less what other evaluations reserved
+    (by_others), or plus (reserved < 0) what they reserved, as free once they end (memory_ledger.Held.given_back),
+    or what this evaluation already holds and the plan counts given back (the reference's Model)."""
     if free.get("free") is None or reserved == 0:
         return free
-    key = "reserved_by_others" if reserved > 0 else "held_by_the_reference_model"
+    key = (("reserved_by_others" if reserved > 0 else "free_once_others_end") if by_others
+           else "held_by_the_reference_model")
     return {**free, "free": max(0, int(free["free"]) - reserved), key: int(free.get(key) or 0) + abs(reserved)}

@@ -126,7 +126,7 @@ def test_it_names_the_holders_when_it_gives_up(tmp_path):
     holder = _holder(tmp_path, "cpu", 6 * GiB, 0, 60)
     try:
         with pytest.raises(memory_ledger.MemoryWaitTimeout) as caught:
-            memory_ledger.reserve("cpu", lambda others: (others.host_bytes == 0, GiB, 0), timeout_s=1,
+            memory_ledger.reserve("cpu", lambda others: (others.host_bytes <= 0, GiB, 0), timeout_s=1,
                                   settings=settings)
     finally:
         holder.kill()
@@ -298,3 +298,41 @@ def test_two_evaluations_that_fit_one_at_a_time_run_one_after_the_other(tmp_path
     later = [h for h in second["checks"]["device_lock"] if h["phase"] != "reference load"]
     assert later and min(h["held_from"] for h in later) >= first_end, (first["checks"]["device_lock"], later)
     assert _entries(tmp_path / "cache") == []
+
+
+def test_it_waits_for_an_evaluation_whose_allocations_already_lower_the_free_memory(tmp_path):
+    """The free memory a plan reads already lacks what the others allocated. An evaluation that needs 47 GiB
+    beside one that holds (and has allocated) 40 of 80 reads 40 free: it fits once the other ends, so it waits,
+    where it used to be refused at once as if it could never fit (an H100, 2026-12-06: two test evaluations at
+    once, "it needs 47.0 GiB of GPU memory, 47.9 GiB is free")."""
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "GPU-aaaa", 0, 40 * GiB, 1.5)
+    seen = []
+
+    def attempt(others: memory_ledger.Held) -> tuple[bool, int, int]:
+        free = 80 * GiB - 40 * GiB * len(_entries(tmp_path))  # what the device reports free: the holder's allocated
+        seen.append(others.on("GPU-aaaa"))
+        return free - others.on("GPU-aaaa") >= 47 * GiB, GiB, 47 * GiB
+
+    r = memory_ledger.reserve("GPU-aaaa", attempt, timeout_s=60, label="test waiter", settings=settings)
+    try:
+        assert r is not None, f"refused though it fits once the other evaluation ends: {seen}"
+        holder.wait()
+        assert seen[0] == 40 * GiB and -40 * GiB in seen and seen[-1] == 0, seen
+        assert r.waited_s >= 0.5 and r.record()["waited_for"][0]["pid"] == holder.pid, r.record()
+    finally:
+        r is not None and r.release()
+
+
+def test_it_is_refused_at_once_when_it_would_not_fit_even_once_the_others_end(tmp_path):
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "GPU-aaaa", 0, 40 * GiB, 30)
+    try:
+        started = time.monotonic()
+        # 80 GiB in all, 90 needed: never, whoever ends.
+        r = memory_ledger.reserve("GPU-aaaa", lambda others: (40 * GiB - others.on("GPU-aaaa") >= 90 * GiB, GiB,
+                                                              90 * GiB), timeout_s=60, settings=settings)
+        assert r is None and time.monotonic() - started < 5
+    finally:
+        holder.kill()
+        holder.wait()
