@@ -385,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.prepare > 0:
         with concurrent.futures.ThreadPoolExecutor(max_workers=a.prepare) as pool:
             for name, _, result in pool.map(one, cases):
-                why = "" if result.get("verdict") else f" ({(result.get('error') or '')[-300:]})"
+                # Why a case was not accepted while it was prepared (its result is dropped after this line).
+                why = ("" if result.get("verdict") == "accepted" else
+                       f" ({(result.get('message') or result.get('error') or '')[-400:]})")
                 print(f"[{time.strftime('%H:%M:%S')}] prepared {name}: {result.get('verdict')}{why}", file=sys.stderr,
                       flush=True)
         while a.wait_for is not None and not a.wait_for.exists() and time.monotonic() < deadline - 120:
