@@ -100,6 +100,35 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+
+def busy_union_us(intervals: list[tuple[float, float]]) -> float:
+    """How long at least one of the intervals (start, end) was running: their union's length, so that work on
+    several streams at once counts once (a sum would count it as often as it overlaps)."""
+    total, reach = 0.0, None
+    for start, end in sorted((a, b) for a, b in intervals if b > a):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def _device_busy_us(prof: Any) -> float | None:
+    """The union of the profiled device activities' intervals, in microseconds: how long the GPU was doing the
+    calls' work, however many streams it ran on. None where the profiler gave no device events (or this torch
+    names them otherwise): the figure is a cross-check beside the event time, never needed."""
+    try:
+        from torch.autograd import DeviceType
+
+        spans = [(float(e.time_range.start), float(e.time_range.end)) for e in prof.events()
+                 if getattr(e, "device_type", None) == DeviceType.CUDA]
+        return busy_union_us(spans) or None
+    except Exception:  # noqa: BLE001 - a missing cross-check, not a failed evaluation
+        return None
+
+
 class HarnessError(Exception):
     def __init__(self, kind: str, message: str, rule: str | None = None) -> None:
         super().__init__(message)
@@ -1303,6 +1332,7 @@ class Harness:
             if value is None:  # an older torch's name for it
                 value = getattr(event, "self_cuda_time_total", 0.0)
             total += float(value or 0.0)
+        busy = _device_busy_us(prof)
         tensors, problems, structure = self._flatten(out, inputs)
         if not problems and msg.get("file"):
             self._save(tensors, msg["file"])
@@ -1311,7 +1341,7 @@ class Harness:
             del inputs, prof
             self._release()
         return {"kernel_time_us": total / calls, "calls": calls, "warmup": warmup, "problems": problems,
-                "structure": structure}
+                "structure": structure, "device_busy_us": busy / calls if busy else None}
 
     def _null_guards(self):
         """The solution's per-call guard, for the null call's cost (its process-wide hooks are not installed in a

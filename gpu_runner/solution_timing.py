@@ -242,6 +242,16 @@ def kernel_time(ctx: Context, ref: Reference, sol: Session, bandwidth: float | N
         return
     checks["kernel_time"] = {"measured": True, "calls": KERNEL_TIME_CALLS, "warmup": KERNEL_TIME_WARMUP}
     ctx.result.kernel_time_us = float(value)
+    busy = reply.get("device_busy_us")
+    if isinstance(busy, int | float) and not isinstance(busy, bool) and math.isfinite(busy) and busy > 0 \
+            and ctx.result.runtime_us:
+        # A cross-check of the two clocks in the solution's process, recorded, not yet a rule: the window holds a
+        # call's device work, so its median should not fall far below how long the device was busy per profiled
+        # call (the union over streams; those calls run without the flush). A native forger of the CUDA events
+        # alone (tests/exploits/solutions/forged/forge_event_half_cuda.py) reads about half. Turned into a
+        # rejection once GPU runs show where honest solutions sit (docs/ANTICHEAT.md).
+        checks["kernel_time"]["device_busy_us"] = round(float(busy), 2)
+        checks["kernel_time"]["event_time_over_device_busy"] = round(ctx.result.runtime_us / float(busy), 3)
 
 
 def guard_findings_first(ctx: Context, sol: Session) -> None:
