@@ -100,7 +100,6 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-
 def busy_union_us(intervals: list[tuple[float, float]]) -> float:
     """How long at least one of the intervals (start, end) was running: their union's length, so that work on
     several streams at once counts once (a sum would count it as often as it overlaps)."""
