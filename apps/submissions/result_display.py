@@ -54,6 +54,8 @@ LABELS = {
     "timing_phases_us_reported": "Where the timed call's time went (the kernel's own report)",
     "builds": "Builds", "prestarted": "Processes started ahead", "stage_started_s": "Stages",
     "device_lock": "Device lock",
+    "device_busy_us": "Device busy per profiled call",
+    "event_time_over_device_busy": "Event time over the device's busy time (recorded, not a rule)",
     # device
     "name": "Name", "driver": "Driver", "compute_capability": "Compute capability", "sm_clock_mhz": "SM clock",
     "max_sm_clock_mhz": "Highest SM clock", "mem_clock_mhz": "Memory clock", "memory_total_bytes": "Memory",
