@@ -99,7 +99,9 @@ def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", 
     run = _Run(problem_source, solution_source, meta, device, seed, on_stage, result, settings)
     run.pool = pool
     # The GPU's used memory through the evaluation, beside what its plan counted (checks.memory_plan.device_used).
-    watch = memory_plan.DeviceUsedWatch(lambda: list(run.open_stages)).start() if device == "cuda" else None
+    watch = (memory_plan.DeviceUsedWatch(lambda: list(run.open_stages),
+                                         roles=lambda: {s.child.proc.pid: s.role for s in list(run.all_sessions)})
+             .start() if device == "cuda" else None)
     try:
         run.execute()
         result.accept()

@@ -149,14 +149,20 @@ class DeviceUsedWatch:
     process's memory on the same GPU (another job of KERNELHUB_GPU_JOBS) is in it too, which `at_start_bytes`
     shows for the moment the evaluation began. Never fails an evaluation: without NVML it records why."""
 
-    def __init__(self, stages: Callable[[], list[str]], interval_s: float = 0.1) -> None:
+    def __init__(self, stages: Callable[[], list[str]], interval_s: float = 0.1,
+                 roles: Callable[[], dict[int, str]] | None = None) -> None:
         self.stages, self.interval_s = stages, interval_s
+        # pid of each child's sandbox -> its role, for the peak's share per process (peak_by_process)
+        self.roles = roles or (lambda: {})
+        self._processes: Callable[[], list[tuple[int, int]]] = lambda: []
+        self.peak_processes: list[dict[str, Any]] = []
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
         self.at_start: int | None = None
         self.peak: int | None = None
         self._used: Callable[[], int] = lambda: 0
         self.peak_stages: list[str] = []
+        self._attributed_at = 0
         self.samples = 0
         self.error = ""
 
@@ -168,7 +174,39 @@ class DeviceUsedWatch:
         if nv is None:
             raise RuntimeError("NVML is not available")
         handle = nv.nvmlDeviceGetHandleByIndex(sysinfo._visible_index())
+
+        def processes() -> list[tuple[int, int]]:
+            return [(int(p.pid), int(p.usedGpuMemory or 0)) for p in nv.nvmlDeviceGetComputeRunningProcesses(handle)]
+
+        self._processes = processes
         return lambda: int(nv.nvmlDeviceGetMemoryInfo(handle).used)
+
+    def _attribute(self) -> list[dict[str, Any]]:
+        """Each process's device memory at this moment (NVML), named by the child it belongs to: the evaluator
+        itself, one of its children (found by walking up from the process to a child's sandbox), or another
+        process on the GPU (another job's evaluation, anything else). A record only: any failure gives []."""
+        try:
+            import psutil
+
+            roles, me = self.roles(), os.getpid()
+            out = []
+            for pid, used in self._processes():
+                role = "other"
+                try:
+                    chain = [psutil.Process(pid), *psutil.Process(pid).parents()]
+                except psutil.Error:
+                    chain = []
+                for proc in chain:
+                    if proc.pid == me:
+                        role = "evaluator" if proc.pid == pid else "evaluator's descendant"
+                        break
+                    if proc.pid in roles:
+                        role = roles[proc.pid]
+                        break
+                out.append({"pid": pid, "role": role, "bytes": used})
+            return sorted(out, key=lambda p: -p["bytes"])
+        except Exception:  # noqa: BLE001 - a record, not a check
+            return []
 
     def start(self) -> DeviceUsedWatch:
         try:
@@ -191,6 +229,10 @@ class DeviceUsedWatch:
             self.samples += 1
             if self.peak is None or used > self.peak:
                 self.peak, self.peak_stages = used, self.stages()
+                # Who holds it: read again only for a peak at least 256 MiB above the last one so attributed
+                # (each reading walks /proc; the growth to a peak comes in many small steps).
+                if used >= self._attributed_at + (256 << 20):
+                    self.peak_processes, self._attributed_at = self._attribute(), used
 
     def stop(self) -> dict[str, Any]:
         self.stop_event.set()
@@ -202,6 +244,10 @@ class DeviceUsedWatch:
             "at_start_bytes": self.at_start, "peak_bytes": self.peak,
             "peak_over_start_bytes": (self.peak or 0) - self.at_start, "peak_in_stages": self.peak_stages,
             "samples": self.samples, "interval_s": self.interval_s}
+        if self.peak_processes:
+            # Within 256 MiB of the peak: each process's device memory then, by NVML (its own count, which
+            # leaves out the driver's reserve; the sum may fall short of peak_bytes).
+            out["peak_by_process"] = self.peak_processes
         if self.error:
             out["error"] = self.error
         return out

@@ -50,3 +50,38 @@ def test_without_nvml_it_records_why_and_never_raises(monkeypatch) -> None:
     record = watch.stop()
     assert watch.thread is None
     assert record == {"error": "RuntimeError: NVML is not available"}
+
+
+def test_the_peak_is_attributed_to_the_evaluator_its_children_and_others() -> None:
+    """NVML's per-process figures (scripted: real pids) are named by walking up from each process: a child's
+    grandchild (the sandboxed Python under its bwrap) takes that child's role, the evaluator's own pid is the
+    evaluator, a process outside the evaluation is other."""
+    import os
+    import subprocess
+    import sys
+
+    import psutil
+
+    gib = 1 << 30
+    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; "
+                              "subprocess.run([sys.executable, '-c', 'import time; time.sleep(30)'])"])
+    try:
+        deadline = time.monotonic() + 20
+        while not psutil.Process(child.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        grandchild = psutil.Process(child.pid).children()[0].pid
+        watch = _Scripted([1 * gib, 20 * gib], [["trials"], ["timing"]])
+        watch.roles = lambda: {child.pid: "solution"}
+        watch._processes = lambda: [(os.getpid(), 2 * gib), (grandchild, 9 * gib), (1, 3 * gib)]
+        watch.start()
+        while watch.taken <= 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        record = watch.stop()
+    finally:
+        for p in psutil.Process(child.pid).children(recursive=True):
+            p.kill()
+        child.kill()
+        child.wait()
+    assert record["peak_by_process"] == [{"pid": grandchild, "role": "solution", "bytes": 9 * gib},
+                                         {"pid": 1, "role": "other", "bytes": 3 * gib},
+                                         {"pid": os.getpid(), "role": "evaluator", "bytes": 2 * gib}]
