@@ -122,7 +122,25 @@ def _memory(row: dict[str, Any]) -> dict[str, Any]:
         out.update(device_used_peak_gib=round(used["peak_bytes"] / gib, 1),
                    device_used_at_start_gib=round(used["at_start_bytes"] / gib, 1),
                    device_used_peak_in=used.get("peak_in_stages"))
+        holders = used.get("peak_by_process")
+        if isinstance(holders, list):  # who held the device's memory at the peak: role -> GiB
+            by_role: collections.Counter[str] = collections.Counter()
+            for h in holders:
+                if isinstance(h, dict) and isinstance(h.get("bytes"), int):
+                    by_role[str(h.get("role"))] += h["bytes"]
+            out["device_used_peak_by_role_gib"] = {k: round(v / gib, 1) for k, v in by_role.most_common()}
     return out
+
+
+def _kernel_time(row: dict[str, Any]) -> dict[str, Any]:
+    """The solution's profiler figures (checks.kernel_time): its device time and the busy-time cross-check."""
+    stats = row.get("statistics")
+    checks = stats.get("checks") if isinstance(stats, dict) else None
+    record = checks.get("kernel_time") if isinstance(checks, dict) else None
+    if not isinstance(record, dict):
+        return {}
+    keep = ("device_busy_us", "event_time_over_device_busy", "measured", "why")
+    return {k: record[k] for k in keep if k in record} | {"kernel_time_us": (stats or {}).get("kernel_time_us")}
 
 
 def pass_report(name: str, rows: dict[int, dict[str, Any]], started: float, ended: float,
@@ -144,7 +162,10 @@ def pass_report(name: str, rows: dict[int, dict[str, Any]], started: float, ende
                         "speedup_vs_compile": r.get("speedup_vs_compile"),
                         "evaluation_s": round((_when(r.get("finished_at")) or 0) - (_when(r.get("started_at")) or 0), 1)
                         if r.get("started_at") and r.get("finished_at") else None,
-                        "stage_seconds": _stage_seconds(r), "memory": _memory(r)}
+                        "stage_seconds": _stage_seconds(r), "memory": _memory(r),
+                        "kernel_time": _kernel_time(r),
+                        # why it was not accepted: the evaluator's message, as the site shows it
+                        **({"message": str(r.get("message") or "")[:1000]} if r.get("verdict") != "accepted" else {})}
                        for r in sorted(rows.values(), key=lambda r: r["id"])],
     }
     # Where the pass's evaluations spent their time, summed over its kernels (the evaluator's own stage_seconds):
@@ -312,6 +333,16 @@ def print_table(report: dict[str, Any]) -> None:
             print(f"| {problem} | {m.get('reference_peak_gib')} | {m.get('plan_sets')}, {m.get('plan_keep')}, "
                   f"{m.get('plan_device_gib')} | {m.get('device_used_peak_gib')} ({m.get('device_used_at_start_gib')}) "
                   f"| {', '.join(m.get('device_used_peak_in') or [])} |")
+            if m.get("device_used_peak_by_role_gib"):
+                print(f"  {problem}: at the peak, by process (GiB): {m['device_used_peak_by_role_gib']}")
+    for p in report["passes"]:
+        for k in p["per_kernel"]:
+            if k.get("message"):
+                print(f"{p['pass']}: {k['problem']} {k.get('verdict') or k.get('status')}: {k['message'][:400]}")
+            busy = (k.get("kernel_time") or {}).get("event_time_over_device_busy")
+            if busy is not None:
+                print(f"{p['pass']}: {k['problem']} event median / device busy per profiled call {busy} "
+                      f"({k['runtime_us']} us / {k['kernel_time'].get('device_busy_us')} us)")
     for runner in report.get("runners") or []:
         workers = (runner.get("telemetry") or {}).get("gpus") or []
         for gpu in workers:
