@@ -150,6 +150,16 @@ class _Run(Context):
         finally:
             if self.ref_thread is not None:
                 self.ref_thread.join(swallow=True)  # its child is gone: it ends at once
+            # The outputs this process read and kept, then its allocator's cache, before the ledger's entry goes:
+            # the next evaluation on this GPU must find free what this one reserved.
+            self.ref.drop_outputs()
+            cache: dict[str, Any] | None
+            try:
+                cache = memory_plan.release_device_cache()
+            except Exception as e:  # noqa: BLE001 - a record; the evaluation's verdict stands
+                cache = {"error": f"{type(e).__name__}: {e}"[:200]}
+            if cache is not None:
+                self.result.checks.setdefault("memory_plan", {})["evaluator_cache"] = cache
             # After the join: whatever the reference's thread reserved is released too.
             if self.reservation is not None:  # the children are gone, and their memory with them
                 self.reservation.release()

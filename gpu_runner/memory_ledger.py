@@ -86,15 +86,22 @@ class Held:
     host_bytes: int = 0
     device_bytes: dict[str, int] = field(default_factory=dict)  # per device key (gpulock.device_key)
     holders: list[dict[str, Any]] = field(default_factory=list)
+    # Set by given_back(whole_device=True): a plan counts the whole GPU as free, as it is once every process on it
+    # ends (reference._free_beside).
+    whole_device: bool = False
 
     def on(self, device_key: str) -> int:
         return self.device_bytes.get(device_key, 0)
 
-    def given_back(self) -> Held:
+    def given_back(self, *, whole_device: bool = False) -> Held:
         """The same amounts negated: a plan made from the free memory less these (attempt) counts what the others
         reserved as free again, as it will be once they end. The free memory a plan reads already lacks what they
-        have allocated, so "would it fit alone" must add it back, not merely stop subtracting it."""
-        return Held(host_bytes=-self.host_bytes, device_bytes={k: -v for k, v in self.device_bytes.items()})
+        have allocated, so "would it fit alone" must add it back, not merely stop subtracting it. whole_device:
+        where other evaluations share this GPU, what they hold may exceed what they reserved (their processes'
+        CUDA contexts and caching allocators, an evaluator's own cache, a plan short of the real need): "would it
+        fit alone" is then judged against the whole GPU, and a plan that fits waits for them to end."""
+        return Held(host_bytes=-self.host_bytes, device_bytes={k: -v for k, v in self.device_bytes.items()},
+                    whole_device=whole_device)
 
     def describe(self, device_key: str) -> str:
         mine = [h for h in self.holders if h.get("host_bytes") or h.get("device") == device_key]
@@ -330,9 +337,11 @@ def reserve(device_key: str, attempt: Callable[[Held], tuple[bool, int, int]], *
                     _own[str(path)] = fd
                 return r
             # Nothing to wait for: nobody holds anything, or it would not fit even once they end, with what they
-            # reserved free again (the memory went elsewhere, or the others are on another GPU). The last plan is
-            # then the one without them, for the refusal's figures.
-            if not others.holders or not attempt(others.given_back())[0]:
+            # reserved free again (the memory went elsewhere, or the others are on another GPU), or, where some of
+            # them share this GPU, with the whole GPU free. The last plan is then the one without them, for the
+            # refusal's figures.
+            shared = any(h.get("device") == device_key for h in others.holders)
+            if not others.holders or not attempt(others.given_back(whole_device=shared))[0]:
                 return None
         if not in_the_way:
             in_the_way = list(others.holders)

@@ -24,8 +24,10 @@ other work; the tests).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -141,6 +143,23 @@ def device_free(device: str, settings: config.RunnerConfig | None = None) -> dic
         out["capped_by_env"] = cap
         out["free"] = min(out["free"], cap)
     return out
+
+
+def release_device_cache() -> dict[str, int] | None:
+    """Give back what this process's CUDA caching allocator keeps after an evaluation (the copies of outputs it
+    read from the lent slots and compared: up to two outputs, 12 GiB for a 6 GiB output). A runner's worker
+    process outlives its evaluations, and another evaluation on the same GPU would find that memory taken, with no
+    entry in the memory ledger to say whose or to wait for. None where this process never used CUDA."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    if torch.cuda.memory_allocated():
+        gc.collect()  # a tensor left in a reference cycle (an exception's frames) would keep its block
+    before = int(torch.cuda.memory_reserved())
+    torch.cuda.empty_cache()
+    after = int(torch.cuda.memory_reserved())
+    return {"released_bytes": before - after, "still_reserved_bytes": after,
+            "still_allocated_bytes": int(torch.cuda.memory_allocated())}
 
 
 class DeviceUsedWatch:

@@ -107,6 +107,11 @@ class Reference:
         self.session = self.ctx.session("eager")
         return self.session
 
+    def drop_outputs(self) -> None:
+        """Once the evaluation ends: let go of the expected outputs, float64 runs and timing sets' outputs this
+        process holds (a pool's cached copy, ReferenceData, keeps its own lists)."""
+        self.expected, self.ground_truth, self.expected_sets = [], [], []
+
     def outputs(self) -> None:
         """The trials' expected outputs (or the pool's copy), then the clock audit's one-time costs."""
         try:
@@ -202,8 +207,7 @@ class Reference:
         def attempt(others: memory_ledger.Held) -> tuple[bool, int, int]:
             host, gpu = reading if reading is not None else (
                 memory_plan.host_free(settings), memory_plan.device_free(self.ctx.device, settings))
-            self.free_at_start = (_less(host, others.host_bytes, by_others=True),
-                                  _less(gpu, others.on(key), by_others=True))
+            self.free_at_start = (_less(host, others.host_bytes, by_others=True), _free_beside(gpu, others, key))
             p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
             plans.append(p)
             return p.fits, p.needs.get("host", 0), p.needs.get("device", 0)
@@ -220,9 +224,14 @@ class Reference:
             record[record_as] = plans[-1].record()
             back = [f"{f['free_once_others_end'] / (1 << 30):.1f} GiB of {kind}" for kind, f in
                     zip(("host memory", "GPU memory"), self.free_at_start, strict=True) if f.get("free_once_others_end")]
-            raise Verdict("runtime_error", (plans[-1].message or "") + (
-                f" (counted as free: {' and '.join(back)} that other evaluations on this host hold now, as free "
-                "once they end)" if back else ""))
+            gpu = self.free_at_start[1]
+            note = (f" (counted as free: {' and '.join(back)} that other evaluations on this host hold now, as free "
+                    "once they end)" if back else "")
+            if gpu.get("whole_device_in_use") is not None:
+                note = (f" (counted as free: the whole GPU, {gpu['free'] / (1 << 30):.1f} GiB, of which "
+                        f"{gpu['whole_device_in_use'] / (1 << 30):.1f} GiB is in use now, by the other evaluations on "
+                        "this host and anything else on the GPU)")
+            raise Verdict("runtime_error", (plans[-1].message or "") + note)
         self.ctx.reservation = r
         record["reservation"] = r.record()
         if r.others.holders or record_as != "before_trials":
@@ -490,6 +499,18 @@ class Reference:
     def poison_bytes(self) -> int:
         """How much memory the solution's child poisons before each call that saves outputs."""
         return int(min(2 * self.output_bytes + (1 << 20), 1 << 30))
+
+
+def _free_beside(gpu: dict[str, Any], others: memory_ledger.Held, key: str) -> dict[str, Any]:
+    """The GPU's free memory as a plan beside the host's other evaluations counts it: less what they reserved on
+    this GPU, or plus it (given back), or, where the ledger asks whether the plan fits once every other process
+    on the GPU ends (Held.whole_device), the whole GPU (its total, or the cap KERNELHUB_DEVICE_MEMORY_GB sets)."""
+    if not others.whole_device or gpu.get("free") is None or not gpu.get("total"):
+        return _less(gpu, others.on(key), by_others=True)
+    whole = int(gpu["total"])
+    if gpu.get("capped_by_env") is not None:
+        whole = min(whole, int(gpu["capped_by_env"]))
+    return {**gpu, "free": whole, "whole_device_in_use": max(0, whole - int(gpu["free"]))}
 
 
 def _less(free: dict[str, Any], reserved: int, *, by_others: bool = False) -> dict[str, Any]:

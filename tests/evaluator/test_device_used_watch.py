@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+import torch
+
 from gpu_runner import memory_plan
 
 
@@ -85,3 +88,16 @@ def test_the_peak_is_attributed_to_the_evaluator_its_children_and_others() -> No
     assert record["peak_by_process"] == [{"pid": grandchild, "role": "solution", "bytes": 9 * gib},
                                          {"pid": 1, "role": "other", "bytes": 3 * gib},
                                          {"pid": os.getpid(), "role": "evaluator", "bytes": 2 * gib}]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_evaluators_own_cache_is_given_back() -> None:
+    """What the evaluator's process read and compared stays in torch's caching allocator after the tensors go;
+    release_device_cache (at each evaluation's end) gives it back to the GPU, for the next evaluation to find."""
+    before = memory_plan.release_device_cache() or {}
+    x = torch.ones(1 << 28, dtype=torch.float32, device="cuda")  # 1 GiB
+    del x
+    record = memory_plan.release_device_cache()
+    assert record is not None and record["released_bytes"] >= 1 << 30, (before, record)
+    assert record["still_reserved_bytes"] <= before.get("still_reserved_bytes", 0) + (64 << 20), (before, record)

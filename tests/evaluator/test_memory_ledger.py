@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -333,6 +334,69 @@ def test_it_is_refused_at_once_when_it_would_not_fit_even_once_the_others_end(tm
         r = memory_ledger.reserve("GPU-aaaa", lambda others: (40 * GiB - others.on("GPU-aaaa") >= 90 * GiB, GiB,
                                                               90 * GiB), timeout_s=60, settings=settings)
         assert r is None and time.monotonic() - started < 5
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _device_attempt(tmp_path: Path, need: int, used_by_holder: int, seen: list) -> Any:
+    """A plan's attempt as the evaluator makes it (reference._free_beside), on an 80 GiB GPU on which the holder's
+    processes use `used_by_holder` while its entry lives, whatever it reserved."""
+    from gpu_runner.reference import _free_beside
+
+    def attempt(others: memory_ledger.Held) -> tuple[bool, int, int]:
+        gpu = {"free": 80 * GiB - used_by_holder * len(_entries(tmp_path)), "total": 80 * GiB}
+        counted = _free_beside(gpu, others, "GPU-aaaa")
+        seen.append((others.whole_device, counted["free"]))
+        return counted["free"] >= need, GiB, need
+
+    return attempt
+
+
+def test_it_waits_for_an_evaluation_that_holds_more_than_it_reserved(tmp_path):
+    """What another evaluation on the same GPU holds can exceed what it reserved: its processes' CUDA contexts and
+    caching allocators, an evaluator's own cache of compared outputs. An H100, 2026-12-06, three jobs at once on
+    KernelBench's cumsum problems (plans of 55-58 GiB of 80): four refused with runtime_error, all four accepted
+    one at a time. Beside an evaluation that reserved 10 GiB and holds 50, one that needs 47 reads 30 free, 40
+    with the reservation given back: it fits the whole GPU, so it waits, and runs once the other ends."""
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "GPU-aaaa", 0, 10 * GiB, 1.5)
+    seen: list = []
+    r = memory_ledger.reserve("GPU-aaaa", _device_attempt(tmp_path, 47 * GiB, 50 * GiB, seen), timeout_s=60,
+                              label="test waiter", settings=settings)
+    try:
+        assert r is not None, f"refused though it fits once the other evaluation ends: {seen}"
+        holder.wait()
+        assert (True, 80 * GiB) in seen and seen[-1] == (False, 80 * GiB), seen
+        assert r.waited_s >= 0.5 and r.record()["waited_for"][0]["pid"] == holder.pid, r.record()
+    finally:
+        r is not None and r.release()
+
+
+def test_beside_an_evaluation_on_the_same_gpu_it_is_refused_at_once_only_past_the_whole_gpu(tmp_path):
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "GPU-aaaa", 0, 10 * GiB, 30)
+    try:
+        started, seen = time.monotonic(), []
+        r = memory_ledger.reserve("GPU-aaaa", _device_attempt(tmp_path, 81 * GiB, 50 * GiB, seen), timeout_s=60,
+                                  settings=settings)
+        assert r is None and time.monotonic() - started < 5, seen
+        assert seen[-1] == (True, 80 * GiB), seen  # the refusal's figures: the whole GPU counted as free
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_an_evaluation_on_another_gpu_is_not_waited_for_past_what_it_reserved(tmp_path):
+    """The holder's entry names another GPU: what this one lacks is in no entry of the ledger, so nothing is waited
+    for and the whole-GPU count (for evaluations that share this GPU) is never asked."""
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "GPU-bbbb", 0, 10 * GiB, 30)
+    try:
+        seen: list = []
+        r = memory_ledger.reserve("GPU-aaaa", _device_attempt(tmp_path, 47 * GiB, 50 * GiB, seen), timeout_s=60,
+                                  settings=settings)
+        assert r is None and all(whole is False for whole, _ in seen), seen
     finally:
         holder.kill()
         holder.wait()
