@@ -22,6 +22,27 @@ from gpu_runner.session import EvaluatorError, Session, Verdict, trusted, untrus
 # The second metric (CUDA Agent's, kernel_time): warm-up calls, then profiled calls.
 KERNEL_TIME_WARMUP, KERNEL_TIME_CALLS = 5, 10
 
+# The busy-time cross-check (rule timing_forged): the solution's event median may not fall below this fraction of
+# the device's busy time per profiled call in the same process. The window holds a call's device work and more
+# (launch, the drain, the cache flushed before it, which the profiled calls skip), so honest solutions read about 1
+# and up: 0.89-0.91 for ReLUs of 0.19 and 3.1 ms, 1.86 for one of 9 us, on an H100 (2026-12-06 22:01); the
+# fidelity tables' event medians 0.88x their profiler sums or more. A CUDA event forged to answer half read 0.44 on
+# the 0.19 ms kernel, where the clock audit could not bind.
+BUSY_RATIO_FLOOR = 0.6
+
+
+def busy_cross_check(runtime_us: float, busy_us: float) -> str | None:
+    """Why the reported event median cannot be the solution's own time, or None: a median below BUSY_RATIO_FLOOR x
+    the device's busy time per profiled call. Short kernels are not covered: the harness's fixed work inside the
+    window (some microseconds) lifts a forged median of a kernel of a few microseconds above the floor."""
+    if busy_us <= 0 or runtime_us >= BUSY_RATIO_FLOOR * busy_us:
+        return None
+    return (f"rule timing_forged broken: the timed calls were reported at {runtime_us:.1f} us (median), but the "
+            f"device was busy {busy_us:.1f} us per call with the same solution in the same process (the profiler's "
+            f"account of its calls), {runtime_us / busy_us:.2f} of it where honest solutions read about 0.9 or "
+            f"more (the floor is {BUSY_RATIO_FLOOR}): the solution's timer was tampered with. Leave the timers, the "
+            "CUDA events and the runtime's functions alone")
+
 
 class TailCalibration:
     """The allowance for the device-wide synchronise after each timed window, per process; the trusted
@@ -245,13 +266,16 @@ def kernel_time(ctx: Context, ref: Reference, sol: Session, bandwidth: float | N
     busy = reply.get("device_busy_us")
     if isinstance(busy, int | float) and not isinstance(busy, bool) and math.isfinite(busy) and busy > 0 \
             and ctx.result.runtime_us:
-        # A cross-check of the two clocks in the solution's process, recorded, not yet a rule: the window holds a
-        # call's device work, so its median should not fall far below how long the device was busy per profiled
-        # call (the union over streams; those calls run without the flush). A native forger of the CUDA events
-        # alone (tests/exploits/solutions/forged/forge_event_half_cuda.py) reads about half. Turned into a
-        # rejection once GPU runs show where honest solutions sit (docs/ANTICHEAT.md).
+        # A cross-check of the two clocks in the solution's process: the window holds a call's device work, so its
+        # median cannot fall far below how long the device was busy per profiled call (the union over streams;
+        # those calls run without the flush). A native forger of the CUDA events alone
+        # (tests/exploits/solutions/forged/forge_event_half_cuda.py) reads about half (busy_cross_check).
         checks["kernel_time"]["device_busy_us"] = round(float(busy), 2)
         checks["kernel_time"]["event_time_over_device_busy"] = round(ctx.result.runtime_us / float(busy), 3)
+        forged = busy_cross_check(float(ctx.result.runtime_us), float(busy))
+        if forged:
+            guard_findings_first(ctx, sol)
+            raise Verdict("rejected", forged, "timing_forged")
 
 
 def guard_findings_first(ctx: Context, sol: Session) -> None:

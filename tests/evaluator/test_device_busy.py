@@ -28,3 +28,21 @@ def test_a_profile_without_device_events_gives_no_figure():
         torch.relu(torch.randn(64, 64))
     assert _device_busy_us(prof) is None
     assert _device_busy_us(object()) is None
+
+
+def test_the_cross_check_rejects_a_median_far_below_the_busy_time_and_passes_honest_readings():
+    """Figures of an H100 (2026-12-06 22:01, tests/exploits/test_forged_timing.py): honest ReLUs of 3.1 ms, 0.19 ms
+    and 9 us read 0.91, 0.89 and 1.86 of their busy time; the CUDA event forged to answer half read 0.44 on the
+    0.19 ms kernel (rejected), and 0.84 on the 9 us one, where the harness's fixed work in the window hides it
+    (not caught: the rule's known limit)."""
+    from gpu_runner.solution_timing import BUSY_RATIO_FLOOR, busy_cross_check
+
+    for runtime, busy in [(3059.4, 3353.21), (188.05, 210.81), (8.92, 4.81)]:
+        assert busy_cross_check(runtime, busy) is None, (runtime, busy)
+    message = busy_cross_check(93.56, 211.04)
+    assert message and "timing_forged" in message and "93.6 us" in message and "211.0 us" in message
+    assert busy_cross_check(4.03, 4.81) is None
+    # The edge: at the floor it passes, just under it not.
+    assert busy_cross_check(BUSY_RATIO_FLOOR * 100.0, 100.0) is None
+    assert busy_cross_check(BUSY_RATIO_FLOOR * 100.0 - 0.01, 100.0)
+    assert busy_cross_check(50.0, 0.0) is None  # no busy figure: nothing to cross-check
