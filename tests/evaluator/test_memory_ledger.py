@@ -3,6 +3,7 @@ What another evaluation reserved counts until it ends, however it ends (kill -9 
 removed, and said so); one that fits only alone waits, and gives up with the holders named; and two real
 evaluations that fit the host's memory one at a time run one after the other, both accepted (issue 13)."""
 
+import contextlib
 import json
 import logging
 import os
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,17 @@ def _holder(cache: Path, key: str, host_b: int, device_b: int, seconds: float) -
                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERNELHUB_CACHE_DIR": str(cache)})
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     return proc
+
+
+@contextlib.contextmanager
+def _held(cache: Path, key: str, host_b: int, device_b: int) -> Iterator[subprocess.Popen]:
+    """Another evaluation's reservation for the duration of the block (its process killed at the end)."""
+    proc = _holder(cache, key, host_b, device_b, 30)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def _entries(cache: Path) -> list[Path]:
@@ -327,16 +340,12 @@ def test_it_waits_for_an_evaluation_whose_allocations_already_lower_the_free_mem
 
 def test_it_is_refused_at_once_when_it_would_not_fit_even_once_the_others_end(tmp_path):
     settings = RunnerConfig(cache_dir=tmp_path)
-    holder = _holder(tmp_path, "GPU-aaaa", 0, 40 * GiB, 30)
-    try:
+    with _held(tmp_path, "GPU-aaaa", 0, 40 * GiB):
         started = time.monotonic()
         # 80 GiB in all, 90 needed: never, whoever ends.
         r = memory_ledger.reserve("GPU-aaaa", lambda others: (40 * GiB - others.on("GPU-aaaa") >= 90 * GiB, GiB,
                                                               90 * GiB), timeout_s=60, settings=settings)
         assert r is None and time.monotonic() - started < 5
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def _device_attempt(tmp_path: Path, need: int, used_by_holder: int, seen: list) -> Any:
@@ -375,28 +384,20 @@ def test_it_waits_for_an_evaluation_that_holds_more_than_it_reserved(tmp_path):
 
 def test_beside_an_evaluation_on_the_same_gpu_it_is_refused_at_once_only_past_the_whole_gpu(tmp_path):
     settings = RunnerConfig(cache_dir=tmp_path)
-    holder = _holder(tmp_path, "GPU-aaaa", 0, 10 * GiB, 30)
-    try:
+    with _held(tmp_path, "GPU-aaaa", 0, 10 * GiB):
         started, seen = time.monotonic(), []
         r = memory_ledger.reserve("GPU-aaaa", _device_attempt(tmp_path, 81 * GiB, 50 * GiB, seen), timeout_s=60,
                                   settings=settings)
         assert r is None and time.monotonic() - started < 5, seen
         assert seen[-1] == (True, 80 * GiB), seen  # the refusal's figures: the whole GPU counted as free
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_an_evaluation_on_another_gpu_is_not_waited_for_past_what_it_reserved(tmp_path):
     """The holder's entry names another GPU: what this one lacks is in no entry of the ledger, so nothing is waited
     for and the whole-GPU count (for evaluations that share this GPU) is never asked."""
     settings = RunnerConfig(cache_dir=tmp_path)
-    holder = _holder(tmp_path, "GPU-bbbb", 0, 10 * GiB, 30)
-    try:
+    with _held(tmp_path, "GPU-bbbb", 0, 10 * GiB):
         seen: list = []
         r = memory_ledger.reserve("GPU-aaaa", _device_attempt(tmp_path, 47 * GiB, 50 * GiB, seen), timeout_s=60,
                                   settings=settings)
         assert r is None and all(whole is False for whole, _ in seen), seen
-    finally:
-        holder.kill()
-        holder.wait()
