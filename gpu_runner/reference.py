@@ -210,7 +210,8 @@ class Reference:
             self.free_at_start = (_less(host, others.host_bytes, by_others=True), _free_beside(gpu, others, key))
             p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
             plans.append(p)
-            return p.fits, p.needs.get("host", 0), p.needs.get("device", 0)
+            return p.fits, p.needs.get("host", 0), device_to_reserve(self.ctx.device, source, p.needs.get("device", 0),
+                                                                     self.free_at_start[1].get("free"))
 
         try:
             with self.ctx.timed("memory_wait"):
@@ -499,6 +500,19 @@ class Reference:
     def poison_bytes(self) -> int:
         """How much memory the solution's child poisons before each call that saves outputs."""
         return int(min(2 * self.output_bytes + (1 << 20), 1 << 30))
+
+
+def device_to_reserve(device: str, source: str, need: int, free: int | None) -> int:
+    """The GPU memory a plan reserves in the memory ledger: its need, or, where its footprint comes from the shapes
+    on the meta device (source "meta": the problem's first evaluation on this device model), every byte it counts
+    as free. The shapes show no temporaries, so such a plan can fall far short, and an evaluation beside it would
+    run out of memory in its trials: on an H100 (2026-12-06 22:07-22:10), KernelBench's 5 and 96 did, beside
+    another job, with `runtime_error`. The trials then measure the footprint, and the timing plan
+    (Reservation.replan) reserves the measured need, so evaluations beside it wait only through the reference's
+    load and the trials."""
+    if device != "cuda" or source != "meta" or free is None:
+        return need
+    return max(need, int(memory_plan.USABLE_SHARE * free))
 
 
 def _free_beside(gpu: dict[str, Any], others: memory_ledger.Held, key: str) -> dict[str, Any]:

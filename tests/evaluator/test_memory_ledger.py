@@ -401,3 +401,47 @@ def test_an_evaluation_on_another_gpu_is_not_waited_for_past_what_it_reserved(tm
         r = memory_ledger.reserve("GPU-aaaa", _device_attempt(tmp_path, 47 * GiB, 50 * GiB, seen), timeout_s=60,
                                   settings=settings)
         assert r is None and all(whole is False for whole, _ in seen), seen
+
+
+def test_a_plan_from_the_shapes_holds_the_gpus_free_memory_until_its_trials_measure_the_footprint(tmp_path):
+    """The first evaluation of a problem on a device model plans from the shapes (no temporaries): it reserves all
+    the GPU memory it counts as free (reference.device_to_reserve), so that nothing planned beside it can run it out
+    of memory in its trials; its timing plan, from the measured footprint, gives the rest back (replan), and an
+    evaluation that waited for it then fits beside it."""
+    from gpu_runner.reference import device_to_reserve
+
+    assert device_to_reserve("cuda", "meta", 20 * GiB, 70 * GiB) == int(0.9 * 70 * GiB)
+    assert device_to_reserve("cuda", "meta", 68 * GiB, 70 * GiB) == 68 * GiB
+    for device, source in [("cuda", "cached"), ("cuda", "measured"), ("cpu", "meta")]:
+        assert device_to_reserve(device, source, 20 * GiB, 70 * GiB) == 20 * GiB
+    assert device_to_reserve("cuda", "meta", 20 * GiB, None) == 20 * GiB
+
+    settings = RunnerConfig(cache_dir=tmp_path)
+    total = 80 * GiB
+    first = memory_ledger.reserve("GPU-aaaa", lambda others: (True, 0, device_to_reserve(
+        "cuda", "meta", 20 * GiB, total - others.on("GPU-aaaa"))), timeout_s=5, settings=settings)
+    assert first is not None and first.device_bytes == int(0.9 * total)
+    second_fits = []
+
+    def second(others: memory_ledger.Held) -> tuple[bool, int, int]:
+        counted = total if others.whole_device else total - others.on("GPU-aaaa")
+        second_fits.append(counted >= 30 * GiB)
+        return second_fits[-1], 0, 30 * GiB
+
+    reserved: list = []
+    waiter = threading.Thread(target=lambda: reserved.append(memory_ledger.reserve(
+        "GPU-aaaa", second, timeout_s=30, settings=settings)))
+    waiter.start()
+    try:
+        time.sleep(1.0)
+        assert not reserved and second_fits and not second_fits[0], second_fits  # waiting beside the whole hold
+        # The first's trials measured 25 GiB: its timing plan reserves that and gives the rest back.
+        assert first.replan(lambda grown: (True, 0, 25 * GiB), timeout_s=5)
+        waiter.join(timeout=20)
+        assert reserved and reserved[0] is not None and reserved[0].device_bytes == 30 * GiB, second_fits
+        assert first.device_bytes == 25 * GiB
+    finally:
+        waiter.join(timeout=20)
+        first.release()
+        for r in reserved:
+            r is not None and r.release()
