@@ -505,9 +505,10 @@ class Reference:
 def device_to_reserve(device: str, source: str, need: int, free: int | None) -> int:
     """The GPU memory a plan reserves in the memory ledger: its need, or, where its footprint comes from the shapes
     on the meta device (source "meta": the problem's first evaluation on this device model), every byte it counts
-    as free. The shapes show no temporaries, so such a plan can fall far short, and an evaluation beside it would
-    run out of memory in its trials: on an H100 (2026-12-06 22:07-22:10), KernelBench's 5 and 96 did, beside
-    another job, with `runtime_error`. The trials then measure the footprint, and the timing plan
+    as free. The shapes show no temporaries, so such a plan can fall far short, and an evaluation beside it can
+    run out of memory: on an H100 (2026-12-06 22:07-22:10), KernelBench's 5 and 96 ended `runtime_error` in their
+    trials beside another job (the messages were not kept; most likely out of memory) and were accepted alone.
+    The trials then measure the footprint, and the timing plan
     (Reservation.replan) reserves the measured need, so evaluations beside it wait only through the reference's
     load and the trials."""
     if device != "cuda" or source != "meta" or free is None:
