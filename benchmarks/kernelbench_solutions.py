@@ -1313,6 +1313,172 @@ def scan_source(name: str) -> str:
     )
 
 
+# KernelBench level-2 "Linear, then elementwise ops" problems (GEMMS): the reference's nn.Linear (weight N x K,
+# the optional bias) and what follows it, fused into one float32 GEMM whose store applies the rest.
+class Gemm(NamedTuple):
+    """One level-2 problem of the GEMM family; GEMM_TEMPLATE shows where each field goes."""
+
+    call: str  # the reference's forward after its Linear, for the docstring
+    init: str  # the constructor's parameters, as the reference's (KernelBench passes them positionally)
+    linear: str  # the reference's name for its nn.Linear, so that its state_dict entries load into ours
+    linear_args: str  # the nn.Linear's arguments, as the reference builds it
+    params: str  # the Python floats (p0, p1, p2) the store's expression takes
+    epilogue: str  # the CUDA body that returns y from t (the GEMM's value plus the bias) and p0, p1, p2
+    extra: str = ""  # a line of the constructor after the Linear (a separate bias Parameter), or ""
+    bias: str = ""  # the bias tensor, where it is not the Linear's own
+
+
+_GELU_ERF = "0.5f * u * (1.f + erff(u * 0.70710678118654752f))"
+_MISH = "t * tanhf(log1pf(expf(t)))"
+
+GEMMS: dict[str, Gemm] = {
+    "9_Matmul_Subtract_Multiply_ReLU": Gemm(
+        "relu((x - subtract_value) * multiply_value)", "in_features, out_features, subtract_value, multiply_value",
+        "linear", "in_features, out_features", "(float(subtract_value), float(multiply_value), 0.0)",
+        "return fmaxf((t - p0) * p1, 0.f);"),
+    "12_Gemm_Multiply_LeakyReLU": Gemm(
+        "leaky_relu(x * multiplier, negative_slope)", "in_features, out_features, multiplier, negative_slope",
+        "gemm", "in_features, out_features", "(float(multiplier), float(negative_slope), 0.0)",
+        "const float u = t * p0;\n    return u > 0.f ? u : u * p1;"),
+    "29_Matmul_Mish_Mish": Gemm(
+        "mish(mish(x))", "in_features, out_features", "linear", "in_features, out_features", "(0.0, 0.0, 0.0)",
+        f"t = {_MISH};\n    return {_MISH};"),
+    "40_Matmul_Scaling_ResidualAdd": Gemm(
+        "x * scaling_factor + x", "in_features, out_features, scaling_factor", "matmul",
+        "in_features, out_features", "(float(scaling_factor), 0.0, 0.0)",
+        "return __fadd_rn(__fmul_rn(t, p0), t);  // rounded as the reference rounds: the product, then the sum"),
+    "53_Gemm_Scaling_Hardtanh_GELU": Gemm(
+        "gelu(hardtanh(x * scaling_factor, hardtanh_min, hardtanh_max))",
+        "in_features, out_features, scaling_factor, hardtanh_min, hardtanh_max", "gemm",
+        "in_features, out_features", "(float(scaling_factor), float(hardtanh_min), float(hardtanh_max))",
+        f"const float u = fminf(fmaxf(t * p0, p1), p2);\n    return {_GELU_ERF};"),
+    "59_Matmul_Swish_Scaling": Gemm(
+        "x * sigmoid(x) * scaling_factor", "in_features, out_features, scaling_factor", "matmul",
+        "in_features, out_features", "(float(scaling_factor), 0.0, 0.0)",
+        "return t / (1.f + expf(-t)) * p0;"),
+    "63_Gemm_ReLU_Divide": Gemm(
+        "relu(x) / divisor", "in_features, out_features, divisor", "linear", "in_features, out_features",
+        "(float(divisor), 0.0, 0.0)", "return fmaxf(t, 0.f) / p0;"),
+    "70_Gemm_Sigmoid_Scaling_ResidualAdd": Gemm(
+        "sigmoid(x) * scaling_factor + x", "input_size, hidden_size, scaling_factor", "gemm",
+        "input_size, hidden_size", "(float(scaling_factor), 0.0, 0.0)",
+        "return 1.f / (1.f + expf(-t)) * p0 + t;"),
+    "76_Gemm_Add_ReLU": Gemm(
+        "relu(x + bias), the Linear without its own bias", "in_features, out_features, bias_shape", "gemm",
+        "in_features, out_features, bias=False", "(0.0, 0.0, 0.0)", "return fmaxf(t, 0.f);",
+        extra="self.bias = nn.Parameter(torch.randn(bias_shape))", bias="self.bias"),
+    "81_Gemm_Swish_Divide_Clamp_Tanh_Clamp": Gemm(
+        "clamp(tanh(clamp(x * sigmoid(x) / 2, -1, 1)), -1, 1)", "in_features, out_features, bias=True", "gemm",
+        "in_features, out_features, bias=bias", "(0.0, 0.0, 0.0)",
+        "const float s = fminf(fmaxf(t / (1.f + expf(-t)) * 0.5f, -1.f), 1.f);\n"
+        "    return fminf(fmaxf(tanhf(s), -1.f), 1.f);"),
+    "86_Matmul_Divide_GELU": Gemm(
+        "gelu(x / divisor)", "input_size, output_size, divisor", "linear", "input_size, output_size",
+        "(float(divisor), 0.0, 0.0)", f"const float u = t / p0;\n    return {_GELU_ERF};"),
+}
+
+# The GEMM itself is the one of the bundled example examples/gpu/cuda/gemm_gelu_scale.py (accepted on a GPU,
+# docs/GPU_RUNS.md), taken from that file when the solutions are written, so that the project holds it once.
+GEMM_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gpu" / "cuda" / "gemm_gelu_scale.py"
+
+
+def _example_sgemm() -> str:
+    text = GEMM_EXAMPLE.read_text()
+    start, end = text.find("// Single-precision GEMM"), text.find("struct BiasGeluScale")
+    if start < 0 or end < start:
+        raise ValueError(f"{GEMM_EXAMPLE} no longer holds its sgemm_128 kernel where this script looks for it")
+    return text[start:end].rstrip()
+
+
+GEMM_TEMPLATE = '''"""Honest CUDA solution for KernelBench level2/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py: x @ weight.T (+ bias), then @CALL@, in one kernel.
+
+A float32 GEMM (full float32 FMAs, no TF32: a 128 x 128 tile per block, 8 x 8 outputs per thread), whose store
+computes the rest of the forward on each value in float32. The Linear's parameters are the reference's
+(they load by name from its state_dict)."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = ("torch::Tensor linear_epilogue(torch::Tensor x, torch::Tensor w, torch::Tensor b, double p0, "
+              "double p1, double p2);")
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+@SGEMM@
+
+// y from t, the GEMM's value plus the bias.
+__device__ __forceinline__ float epilogue(float t, const float p0, const float p1, const float p2) {
+    @EPILOGUE@
+}
+
+struct Store {
+    float* y; const float* bias; int n; float p0, p1, p2;
+    __device__ void operator()(float v, int i, int j) const {
+        y[(size_t)i * n + j] = epilogue(bias ? v + bias[j] : v, p0, p1, p2);
+    }
+};
+
+torch::Tensor linear_epilogue(torch::Tensor x, torch::Tensor w, torch::Tensor b, double p0, double p1,
+                              double p2) {
+    TORCH_CHECK(x.is_cuda() && w.is_cuda() && b.is_cuda(), "x, the weight and the bias must be CUDA tensors");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32 && w.scalar_type() == torch::kFloat32 &&
+                b.scalar_type() == torch::kFloat32, "x, the weight and the bias must be float32");
+    TORCH_CHECK(x.is_contiguous() && w.is_contiguous() && b.is_contiguous(), "the tensors must be contiguous");
+    TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1),
+                "x (M x K) and the weight (N x K) must agree");
+    TORCH_CHECK(b.numel() == 0 || b.numel() == w.size(0), "the bias must have the weight's N elements, or none");
+    TORCH_CHECK(x.size(0) < INT_MAX && w.size(0) < INT_MAX && x.size(1) < INT_MAX, "dimensions too large");
+    const c10::cuda::CUDAGuard guard(x.device());
+    const int M = x.size(0), K = x.size(1), N = w.size(0);
+    auto y = torch::empty({M, N}, x.options());
+    if (M == 0 || N == 0) return y;
+    launch_sgemm<true>(x.data_ptr<float>(), w.data_ptr<float>(), M, N, K,
+                       Store{y.data_ptr<float>(), b.numel() ? b.data_ptr<float>() : nullptr, N,
+                             (float)p0, (float)p1, (float)p2});
+    return y;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l2_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["linear_epilogue"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, @INIT@):
+        super().__init__()
+        self.@LINEAR@ = nn.Linear(@LINEAR_ARGS@)
+        @EXTRA@
+        self.p = @PARAMS@
+
+    def forward(self, x):
+        b = @BIAS@
+        return _ext.linear_epilogue(x.contiguous(), self.@LINEAR@.weight, b if b is not None else x.new_empty(0),
+                                    *self.p)
+'''
+
+
+def gemm_source(name: str) -> str:
+    g = GEMMS[name]
+    return _fill(
+        GEMM_TEMPLATE,
+        NAME=name,
+        NUMBER=_number(name),
+        CALL=g.call,
+        HEADERS=_HEADERS,
+        SGEMM=_example_sgemm(),
+        EPILOGUE=g.epilogue,
+        INIT=g.init,
+        LINEAR=g.linear,
+        LINEAR_ARGS=g.linear_args,
+        EXTRA=g.extra or "# no parameter beside the Linear's",
+        PARAMS=g.params,
+        BIAS=g.bias or f"self.{g.linear}.bias",
+    )
+
+
 # The families filled by _fill: (their problems, the function that writes one problem's solution).
 NEW_FAMILIES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
     (SCALINGS, scaling_source),
@@ -1341,7 +1507,11 @@ def main() -> None:
         for name in names:
             (folder / f"{name}.py").write_text(write(name))
         count += len(names)
-    print(f"{count} solutions in {folder}")
+    level2 = args.out / "level2"
+    level2.mkdir(parents=True, exist_ok=True)
+    for name in GEMMS:
+        (level2 / f"{name}.py").write_text(gemm_source(name))
+    print(f"{count} solutions in {folder}, {len(GEMMS)} in {level2}")
 
 
 if __name__ == "__main__":

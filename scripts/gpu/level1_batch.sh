@@ -3,12 +3,13 @@
 # -m gpu_runner serve` with its build slots), issue 13. Each step under its own timeout, never past BUDGET_S (560):
 #   1. (TESTS=1) the CUDA tests of the build slots: a child with no GPU cannot reach it, a CUDA extension built
 #      ahead is found built (tests/evaluator/test_prebuild.py), serve's workers (tests/site/test_serve_workers.py)
-#   2. benchmarks/kernelbench_batch.py --passes PASSES (1) on the solutions of PROBLEMS (a list of level-1 file
-#      names without .py, taken from .carry/kb_solutions/level1), with (HARNESS=1) KernelBench's own evaluation of
+#   2. benchmarks/kernelbench_batch.py --passes PASSES (1) on the solutions of PROBLEMS (file names of
+#      KernelBench's level LEVEL, 1 by default or 2, without .py, from .carry/kb_solutions/levelLEVEL), with (HARNESS=1,
+#      level 1 only) KernelBench's own evaluation of
 #      the same solution files after our passes (benchmarks/kernelbench_reference_harness.py, KernelBench's code
 #      from .carry/kernelbench_src), so that both figures come from the same host in the same run
 # nvidia-smi (utilisation, memory) and `free` are sampled every 2 s beside it.
-# Carry: .whl, .carry (scripts/gpu/carry.sh; .carry/kernelbench/level1 from KernelBench, .carry/kb_solutions/level1
+# Carry: .whl, .carry (scripts/gpu/carry.sh; .carry/kernelbench/level1 and level2 from KernelBench, .carry/kb_solutions
 # from benchmarks/kernelbench_solutions.py, .carry/kernelbench_src for HARNESS=1). Writes under $OUT: level1_batch.log
 # (steps, the batch's table, the build slots' lines of serve's log, the samples' peaks) and level1_batch.tar.gz
 # (the batch's JSON and logs, the samples, steps.log). Knobs: BATCH_S (the batch step's timeout), HARNESS_S.
@@ -19,9 +20,10 @@ cd "$(dirname "$0")/../.."
 BUDGET_S=${BUDGET_S:-560}
 DEVICE=${DEVICE:-cuda}
 PROBLEMS=${PROBLEMS:-22_Tanh 23_Softmax 24_LogSoftmax}
+LEVEL=${LEVEL:-1}
 RUN_LOG=level1_batch.log
 . scripts/gpu/steps.sh
-log "problems: $PROBLEMS; device $DEVICE; build slots ${KERNELHUB_BUILD_SLOTS:-default}"
+log "level $LEVEL problems: $PROBLEMS; device $DEVICE; build slots ${KERNELHUB_BUILD_SLOTS:-default}"
 
 start_sampler
 
@@ -32,14 +34,14 @@ if [ "${TESTS:-1}" = 1 ] && [ "$DEVICE" = cuda ]; then
 fi
 
 SOLUTIONS=$(mktemp -d /tmp/kb-solutions.XXXX)
-mkdir -p "$SOLUTIONS/level1" "$OUT/batch_logs"
+mkdir -p "$SOLUTIONS/level$LEVEL" "$OUT/batch_logs"
 if [ "$DEVICE" = cuda ]; then
   for name in $PROBLEMS; do
-    cp ".carry/kb_solutions/level1/$name.py" "$SOLUTIONS/level1/" || log "no solution for $name"
+    cp ".carry/kb_solutions/level$LEVEL/$name.py" "$SOLUTIONS/level$LEVEL/" || log "no solution for $name"
   done
-  where=(--kernelbench .carry/kernelbench --level 1 --pool h200)
+  where=(--kernelbench .carry/kernelbench --level "$LEVEL" --pool h200)
 else
-  cp examples/cpu/cpp/gelu_erf_cpu.py examples/cpu/cpp/cumsum_rows_cpu.py "$SOLUTIONS/level1/"
+  cp examples/cpu/cpp/gelu_erf_cpu.py examples/cpu/cpp/cumsum_rows_cpu.py "$SOLUTIONS/level$LEVEL/"
   where=(--problems problems/cpu --pool cpu)
 fi
 harness=()
