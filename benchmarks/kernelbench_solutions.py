@@ -1,9 +1,10 @@
 """Writes honest CUDA solutions for KernelBench level 1's elementwise, scalar-multiplication,
-dimension-reduction, softmax, normalization, loss and scan problems, for benchmarks/kernelbench_batch.py.
+dimension-reduction, softmax, normalization, loss and scan problems, and for eleven of level 2's "Linear, then
+elementwise ops" problems, for benchmarks/kernelbench_batch.py.
 
     python benchmarks/kernelbench_solutions.py --out DIR
 
-DIR/level1/<N>_<Name>.py, a mirror of KernelBench's tree (import_generations reads the problem from the path).
+DIR/level1/<N>_<Name>.py and DIR/level2/<N>_<Name>.py, a mirror of KernelBench's tree (import_generations reads the problem from the path).
 Each is one self-contained file, as a solution must be, building its kernels through
 torch.utils.cpp_extension.load_inline.
 
@@ -59,6 +60,17 @@ Scans (SCANS, 89_cumsum, 91_cumsum_reverse, 92_cumsum_exclusive, 93_masked_cumsu
 row, in tiles of 2048 loaded into shared memory, each thread's 8 contiguous elements summed in float64, a
 block scan of those sums in float64, and each output the float64 running sum rounded once (reversed for 91;
 the element itself left out for 92, whose reference prepends a zero column; x * mask for 93).
+
+Level 2, "Linear, then elementwise ops" (GEMMS, eleven problems: 9, 12, 29, 40, 53, 59, 63, 70, 76, 81, 86;
+DIR/level2/): the reference's nn.Linear, kept under the reference's attribute name so that its weight and bias
+load into ours, computed by the float32 GEMM of the bundled example examples/gpu/cuda/gemm_gelu_scale.py (a 128 x
+128 tile per block, 8 x 8 outputs a thread, fmaf over k in order, no TF32; read from that file when the solutions
+are written), with the rest of the forward applied in float32 to each value as it is stored. The guards refuse
+torch's own matmul inside a forward, so a solution has to bring its GEMM. The store's expressions were checked on
+the development machine (2026-12-07) against the reference Model's own tail in float64, with the Linear made an
+identity, over 60,000 float32 values in [-30, 30]: elementwise relative differences at most 8e-7, 1.1e-5 and
+1.5e-5 for 86 and 70 at values near zero (a quotient or sum cancelling there); the GEMM has run on a GPU only as
+that example. None of the eleven has run on a GPU yet.
 
 The kernels are written here once, from a template and a table for each family, rather than twenty copies.
 The first three families' templates go through str.format (C++ braces doubled); the later ones through _fill,
