@@ -70,7 +70,7 @@ torch's own matmul inside a forward, so a solution has to bring its GEMM. The st
 the development machine (2026-12-07) against the reference Model's own tail in float64, with the Linear made an
 identity, over 60,000 float32 values in [-30, 30]: elementwise relative differences at most 8e-7, 1.1e-5 and
 1.5e-5 for 86 and 70 at values near zero (a quotient or sum cancelling there); the GEMM has run on a GPU only as
-that example. None of the eleven has run on a GPU yet.
+that example, on 2026-11-30, before the precision rule. None of the eleven has run on a GPU yet.
 
 The kernels are written here once, from a template and a table for each family, rather than twenty copies.
 The first three families' templates go through str.format (C++ braces doubled); the later ones through _fill,
@@ -1389,8 +1389,8 @@ GEMMS: dict[str, Gemm] = {
         "(float(divisor), 0.0, 0.0)", f"const float u = t / p0;\n    return {_GELU_ERF};"),
 }
 
-# The GEMM itself is the one of the bundled example examples/gpu/cuda/gemm_gelu_scale.py (accepted on a GPU,
-# docs/GPU_RUNS.md), taken from that file when the solutions are written, so that the project holds it once.
+# The GEMM itself is the one of the bundled example examples/gpu/cuda/gemm_gelu_scale.py (accepted on an H200
+# on 2026-11-30, before the precision rule existed: docs/GPU_RUNS.md), taken from that file when the solutions are written, so that the project holds it once.
 GEMM_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gpu" / "cuda" / "gemm_gelu_scale.py"
 
 
