@@ -35,11 +35,16 @@ def test_it_accepts_an_honest_solution_over_a_2_gib_input(tmp_path):
     result, stderr = _evaluate(tmp_path, KERNELHUB_MAX_REPS="8", KERNELHUB_TIMING_BUDGET_S="1",
                                KERNELHUB_CHILD_MEMORY_GB="")
     assert result["verdict"] == "accepted", result["message"]
-    # The plan set it from the first trial's measured footprint (the shapes show no temporaries), or from the cached
-    # one where an earlier evaluation on this machine measured it.
+    # The plan set it before the solution ran, and it covers what the measured footprint needs: from the cached
+    # footprint where an earlier evaluation on this machine measured it; else from the first trial's measured one,
+    # or from the shapes' plan where that one needs more (with the host's memory freer before the trials it may
+    # keep more outputs: 2026-12-07, 3 against 2). Never below 1.5 times the measured need, whichever it came from.
     limit = result["checks"]["memory_plan"]["solution_address_space"]
-    assert limit["from"] in ("measured", "cached"), limit
+    assert limit["from"] in ("measured", "cached", "meta"), limit
     assert limit["solution_child_needs"] > 8 * (1 << 30) and limit["bytes"] == int(1.5 * limit["solution_child_needs"])
+    if limit["from"] != "cached":
+        assert limit["measured_needs"] > 8 * (1 << 30), limit
+        assert limit["bytes"] >= int(1.5 * limit["measured_needs"]), limit
     # What the parent read in /proc/<pid>/limits after the load: the figure the plan set, not the ceiling it started at.
     assert result["isolation"]["observed"]["address_space_bytes"] == limit["bytes"], result["isolation"]
     assert result["isolation"]["rlimits"]["address_space_bytes"] == limit["bytes"]
