@@ -1,5 +1,6 @@
 """Writes honest CUDA solutions for KernelBench level 1's elementwise, scalar-multiplication,
-dimension-reduction, softmax, normalization, loss and scan problems, and for eleven of level 2's "Linear, then
+dimension-reduction, softmax, normalization, loss and scan problems (41 of them: every level-1 problem but the
+matrix multiplications, convolutions, poolings and attention), and for eleven of level 2's "Linear, then
 elementwise ops" problems, for benchmarks/kernelbench_batch.py.
 
     python benchmarks/kernelbench_solutions.py --out DIR
@@ -50,16 +51,33 @@ RMS norm (RMS_NORMS, 36_RMSNorm_, x / sqrt(mean(x ** 2, dim=1) + eps) over 112 x
 constructor takes num_features and eps, as the reference's does): one thread per (batch, inner) position,
 adjacent threads at adjacent inner positions, the 64 features summed in float64, then written.
 
+Statistics norms (STAT_NORMS, 33_BatchNorm, 34_InstanceNorm, 35_GroupNorm_, 40_LayerNorm; 4 GiB, 7 GiB, 7 GiB and
+256 MiB in): the reference's module, kept under its attribute name so that its weight, bias and running
+statistics load into ours. x is viewed as rows (N * C rows of the spatial size, or N rows of the normalized size),
+each in one group (a channel over the batch, a plane, C / G channels of a sample, a sample); the sums of x and
+x * x over chunks of 16384 elements of a row in float64, a block per group folding its chunks in a fixed order
+into the mean and 1 / sqrt(var + eps) (biased variance), then (x - mean) * rstd * weight + bias in float64 for each
+element, rounded once. Batch norm in training mode (the reference's) updates its running statistics as torch
+does, and in eval mode normalizes by them. The index arithmetic of the three kernels was checked on the
+development machine (2026-12-07) by a float64 emulation against torch's four modules (differences under 3e-15).
+
 Losses (LOSSES, 94_MSELoss, 96_HuberLoss, 98_KLDivLoss, 100_HingeLoss, a 0-dim float32 result): each term in
 float64 (KL's logs too), summed per block over a grid fixed by the element count, the blocks' sums folded by a
 second kernel in a fixed order and divided (by the count, or by predictions.size(0) for KL's batchmean). The
 hinge loss's targets (32768,) broadcast along the last dim of its predictions (32768 x 32768), as in torch.
 
-Scans (SCANS, 89_cumsum, 91_cumsum_reverse, 92_cumsum_exclusive, 93_masked_cumsum, over dim 1 of 32768 x
+Row losses (ROW_LOSSES, 95_CrossEntropyLoss over 32768 x 4096 logits, 99_TripletMarginLoss over three
+32768 x 8192 inputs): a block per row computes the row's term in float64 (logsumexp(x) - x[target]: the row's
+maximum, then the sum of exp(x - max) in float64; or max(margin + |a - p + eps| - |a - n + eps|, 0)), each to its
+own slot, and one block folds them in a fixed order and divides (cross-entropy leaves out rows whose target is
+-100, torch's ignore_index).
+
+Scans (SCANS, 89_cumsum, 90_cumprod, 91_cumsum_reverse, 92_cumsum_exclusive, 93_masked_cumsum, over dim 1 of 32768 x
 32768, 4 GiB; the constructor takes `dim`, and any dim but the last is refused): one block of 256 threads per
 row, in tiles of 2048 loaded into shared memory, each thread's 8 contiguous elements summed in float64, a
 block scan of those sums in float64, and each output the float64 running sum rounded once (reversed for 91;
-the element itself left out for 92, whose reference prepends a zero column; x * mask for 93).
+the element itself left out for 92, whose reference prepends a zero column; x * mask for 93; a running product
+in float64 for 90).
 
 Level 2, "Linear, then elementwise ops" (GEMMS, eleven problems: 9, 12, 29, 40, 53, 59, 63, 70, 76, 81, 86;
 DIR/level2/): the reference's nn.Linear, kept under the reference's attribute name so that its weight and bias
@@ -910,6 +928,336 @@ class ModelNew(nn.Module):
 '''
 
 
+# KernelBench level-1 files of the statistics-norm family: batch, instance, group and layer norm, which subtract a
+# group's mean and divide by its standard deviation (biased variance), then apply the module's weight and bias.
+# File -> (the reference's module, as built by its __init__; the norm's kind for the kernel; the constructor's
+# parameters; the module's name in the reference, so that its state_dict entries load into ours).
+class StatNorm(NamedTuple):
+    module: str  # the reference's module, built from the constructor's parameters
+    kind: str  # BATCH, INSTANCE, GROUP or LAYER (the kernel's grouping)
+    init: str  # the constructor's parameters, as the reference's
+    attr: str  # the reference's attribute name for the module
+    note: str  # for the docstring: what a group is
+
+
+STAT_NORMS: dict[str, StatNorm] = {
+    "33_BatchNorm": StatNorm(
+        "nn.BatchNorm2d(num_features=num_features)", "BATCH", "num_features: int", "bn",
+        "In training mode (a module's default, and the reference's) a group is a channel over the batch and the\n"
+        "spatial positions, and the running statistics are updated as torch does (momentum, the unbiased variance,\n"
+        "num_batches_tracked); in eval mode the running statistics normalize instead."),
+    "34_InstanceNorm": StatNorm(
+        "nn.InstanceNorm2d(num_features=num_features)", "INSTANCE", "num_features: int", "inorm",
+        "A group is one (sample, channel) plane; no weight or bias (affine=False, as the reference's), no running\n"
+        "statistics."),
+    "35_GroupNorm_": StatNorm(
+        "nn.GroupNorm(num_groups=num_groups, num_channels=num_features)", "GROUP",
+        "num_features: int, num_groups: int", "gn",
+        "A group is num_features / num_groups adjacent channels of one sample."),
+    "40_LayerNorm": StatNorm(
+        "nn.LayerNorm(normalized_shape=normalized_shape)", "LAYER", "normalized_shape: tuple", "ln",
+        "A group is one sample's trailing dims named by normalized_shape; the weight and bias are elementwise."),
+}
+
+STAT_NORM_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py:
+
+    y = (x - mean) / sqrt(var + eps) * weight + bias    (the reference's @MODULE@)
+
+for a contiguous float32 x of at least two dimensions, (N, C, spatial...), the statistics over each group.
+@NOTE@
+
+x is viewed as rows of the same length (N * C rows of the spatial size, or N rows of the normalized size for the
+layer norm), each row in one group. Three kernels, no atomics (the same result from run to run):
+1. row_chunk_sums: each block sums x and x * x over a chunk of 16384 elements of a row in float64 (float4
+   loads where the rows are 16-byte aligned), folded over the block in a fixed order, to its own slot;
+2. group_stats: a block per group folds its rows' chunk sums in a fixed order, and writes the mean and
+   1 / sqrt(var + eps) in float64 (var = E[x * x] - mean * mean, at least 0);
+3. normalize: (x - mean) * rstd * weight + bias in float64 for each element, rounded once to float32."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = ("torch::Tensor normalize(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, "
+              "torch::Tensor running_mean, torch::Tensor running_var, torch::Tensor batches, int64_t groups, "
+              "int64_t norm_dims, bool use_batch_stats, bool update_running, double momentum, double eps);")
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 256;
+constexpr int64_t CHUNK = 16384;  // elements of a row per block of row_chunk_sums (a multiple of 4)
+constexpr int64_t MAX_GRID_Y = 65535;
+enum Kind { BATCH, INSTANCE, GROUP, LAYER };
+constexpr Kind KIND = @KIND@;
+
+@BLOCK_SUM@
+
+@SHAPE_STRING@
+
+// Rows of `len` elements; row r belongs to group (r / gdiv) % gmod. The rows of group g are
+// (a * gmod + g) * gdiv + j for a < rows / (gmod * gdiv) and j < gdiv, in that order.
+struct Layout {
+    int64_t rows, len, chunks, gdiv, gmod, channels;
+};
+
+// Block (chunk, r): the sums of x and x * x over chunk `chunk` of row r, to part[2 * (r * chunks + chunk)].
+__global__ void __launch_bounds__(THREADS) row_chunk_sums(const float* __restrict__ x, Layout L, bool vec,
+                                                          double* __restrict__ part) {
+    __shared__ double sh_s[THREADS], sh_q[THREADS];
+    for (int64_t r = blockIdx.y; r < L.rows; r += gridDim.y) {
+        const int64_t begin = (int64_t)blockIdx.x * CHUNK, end = begin + CHUNK < L.len ? begin + CHUNK : L.len;
+        const float* row = x + r * L.len;
+        double s = 0.0, q = 0.0;
+        if (vec) {
+            const float4* row4 = reinterpret_cast<const float4*>(row);
+            for (int64_t i = begin / 4 + threadIdx.x; i < end / 4; i += THREADS) {
+                const float4 v = row4[i];
+                const double a = v.x, b = v.y, c = v.z, d = v.w;
+                s += (a + b) + (c + d);
+                q += (a * a + b * b) + (c * c + d * d);
+            }
+        } else {
+            for (int64_t i = begin + threadIdx.x; i < end; i += THREADS) {
+                const double a = row[i];
+                s += a;
+                q += a * a;
+            }
+        }
+        const double bs = block_sum(s, sh_s), bq = block_sum(q, sh_q);
+        if (threadIdx.x == 0) {
+            part[2 * (r * L.chunks + blockIdx.x)] = bs;
+            part[2 * (r * L.chunks + blockIdx.x) + 1] = bq;
+        }
+        __syncthreads();  // sh_s and sh_q are written again for the next row
+    }
+}
+
+// Block g: group g's mean and 1 / sqrt(var + eps) to stats[2 * g] and stats[2 * g + 1], from its rows' chunk
+// sums. Where running statistics are to be updated (batch norm in training mode), thread 0 updates channel g's
+// as torch does: running = (1 - f) * running + f * batch, the variance unbiased, f the momentum or, where
+// momentum is None (momentum < 0 here), 1 / num_batches_tracked after its increment (count_batch, launched
+// after this kernel, increments it: every block reads the same count here).
+__global__ void __launch_bounds__(THREADS) group_stats(const double* __restrict__ part, Layout L, double eps,
+                                                       double* __restrict__ stats, float* running_mean,
+                                                       float* running_var, int64_t* batches, double momentum) {
+    __shared__ double sh_s[THREADS], sh_q[THREADS];
+    const int64_t g = blockIdx.x;
+    const int64_t per_a = L.gdiv * L.chunks, n = (L.rows / (L.gmod * L.gdiv)) * per_a;
+    double s = 0.0, q = 0.0;
+    for (int64_t i = threadIdx.x; i < n; i += THREADS) {
+        const int64_t a = i / per_a, rest = i - a * per_a;
+        const int64_t r = (a * L.gmod + g) * L.gdiv + rest / L.chunks;
+        const int64_t p = r * L.chunks + rest % L.chunks;
+        s += part[2 * p];
+        q += part[2 * p + 1];
+    }
+    const double bs = block_sum(s, sh_s), bq = block_sum(q, sh_q);
+    if (threadIdx.x == 0) {
+        const double count = (double)(L.rows / L.gmod) * (double)L.len;
+        const double mean = bs / count;
+        double var = bq / count - mean * mean;
+        if (var < 0.0) var = 0.0;  // rounding; a NaN stays NaN
+        stats[2 * g] = mean;
+        stats[2 * g + 1] = 1.0 / sqrt(var + eps);
+        if (running_mean != nullptr) {
+            const int64_t tracked = batches != nullptr ? *batches + 1 : 1;
+            const double f = momentum >= 0.0 ? momentum : 1.0 / (double)tracked;
+            const double unbiased = count > 1.0 ? var * count / (count - 1.0) : var;
+            running_mean[g] = (float)((1.0 - f) * (double)running_mean[g] + f * mean);
+            running_var[g] = (float)((1.0 - f) * (double)running_var[g] + f * unbiased);
+        }
+    }
+}
+
+// num_batches_tracked += 1, as torch counts a batch in training mode.
+__global__ void count_batch(int64_t* batches) { *batches += 1; }
+
+// Batch norm in eval mode: the running statistics normalize.
+__global__ void stats_from_running(const float* __restrict__ running_mean, const float* __restrict__ running_var,
+                                   int64_t channels, double eps, double* __restrict__ stats) {
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < channels) {
+        stats[2 * c] = running_mean[c];
+        stats[2 * c + 1] = 1.0 / sqrt((double)running_var[c] + eps);
+    }
+}
+
+// Block (chunk, r): y over chunk `chunk` of row r. The weight and bias (either may be null) are per channel
+// (channel r % channels) or, for the layer norm, per element of the row.
+__global__ void __launch_bounds__(THREADS) normalize_rows(const float* __restrict__ x,
+                                                          const double* __restrict__ stats,
+                                                          const float* __restrict__ weight,
+                                                          const float* __restrict__ bias, Layout L, bool vec,
+                                                          float* __restrict__ y) {
+    for (int64_t r = blockIdx.y; r < L.rows; r += gridDim.y) {
+        const int64_t g = (r / L.gdiv) % L.gmod;
+        const double mean = stats[2 * g], rstd = stats[2 * g + 1];
+        double w = 1.0, b = 0.0;
+        if (KIND != LAYER) {
+            if (weight != nullptr) w = weight[r % L.channels];
+            if (bias != nullptr) b = bias[r % L.channels];
+        }
+        const int64_t begin = (int64_t)blockIdx.x * CHUNK, end = begin + CHUNK < L.len ? begin + CHUNK : L.len;
+        const float* xr = x + r * L.len;
+        float* yr = y + r * L.len;
+        auto one = [&](int64_t i, float v) -> float {
+            double wi = w, bi = b;
+            if (KIND == LAYER) {
+                if (weight != nullptr) wi = weight[i];
+                if (bias != nullptr) bi = bias[i];
+            }
+            return (float)(((double)v - mean) * rstd * wi + bi);
+        };
+        if (vec) {
+            const float4* x4 = reinterpret_cast<const float4*>(xr);
+            float4* y4 = reinterpret_cast<float4*>(yr);
+            for (int64_t i = begin / 4 + threadIdx.x; i < end / 4; i += THREADS) {
+                const float4 v = x4[i];
+                y4[i] = make_float4(one(4 * i, v.x), one(4 * i + 1, v.y), one(4 * i + 2, v.z), one(4 * i + 3, v.w));
+            }
+        } else {
+            for (int64_t i = begin + threadIdx.x; i < end; i += THREADS) yr[i] = one(i, xr[i]);
+        }
+    }
+}
+
+const float* optional_float(const torch::Tensor& t, int64_t n, const char* what, const torch::Tensor& x) {
+    if (!t.defined() || t.numel() == 0) return nullptr;
+    TORCH_CHECK(t.is_cuda() && t.device() == x.device(), what, " must be a CUDA tensor on x's device");
+    TORCH_CHECK(t.scalar_type() == torch::kFloat32 && t.is_contiguous(), what, " must be contiguous float32");
+    TORCH_CHECK(t.numel() == n, what, " must have ", std::to_string(n), " elements, got ",
+                std::to_string(t.numel()));
+    return t.data_ptr<float>();
+}
+
+torch::Tensor normalize(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, torch::Tensor running_mean,
+                        torch::Tensor running_var, torch::Tensor batches, int64_t groups, int64_t norm_dims,
+                        bool use_batch_stats, bool update_running, double momentum, double eps) {
+    TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "x must be float32");
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
+    TORCH_CHECK(x.dim() >= 2, "x must have at least two dimensions (N, C, ...), got ", shape_string(x.sizes()));
+    const c10::cuda::CUDAGuard guard(x.device());
+    auto y = torch::empty_like(x, at::MemoryFormat::Contiguous);
+    if (x.numel() == 0) return y;
+    const int64_t N = x.size(0), C = x.size(1), spatial = x.numel() / (N * C);
+    Layout L{N * C, spatial, 0, 1, N * C, C};
+    int64_t affine_n = C;
+    if (KIND == BATCH) {
+        L.gmod = C;
+        TORCH_CHECK(!use_batch_stats || N * spatial > 1,
+                    "batch norm in training mode needs more than one value per channel, got ",
+                    shape_string(x.sizes()));
+    } else if (KIND == GROUP) {
+        TORCH_CHECK(groups > 0 && C % groups == 0, "the ", std::to_string(C), " channels must divide into ",
+                    std::to_string(groups), " groups");
+        L.gdiv = C / groups;
+        L.gmod = N * groups;
+    } else if (KIND == LAYER) {
+        TORCH_CHECK(norm_dims >= 1 && norm_dims < x.dim(), "normalized_shape must name 1 to ",
+                    std::to_string(x.dim() - 1), " trailing dims of x ", shape_string(x.sizes()));
+        int64_t len = 1;
+        for (int64_t d = x.dim() - norm_dims; d < x.dim(); ++d) len *= x.size(d);
+        L = Layout{x.numel() / len, len, 0, 1, x.numel() / len, 1};
+        affine_n = len;
+    }
+    L.chunks = (L.len + CHUNK - 1) / CHUNK;
+    const float* w = optional_float(weight, affine_n, "the weight", x);
+    const float* b = optional_float(bias, affine_n, "the bias", x);
+    float* rm = nullptr;
+    float* rv = nullptr;
+    int64_t* tracked = nullptr;
+    if (KIND == BATCH && running_mean.numel() > 0) {
+        rm = const_cast<float*>(optional_float(running_mean, C, "running_mean", x));
+        rv = const_cast<float*>(optional_float(running_var, C, "running_var", x));
+        TORCH_CHECK(rv != nullptr, "running_var must come with running_mean");
+        if (batches.numel() > 0) {
+            TORCH_CHECK(batches.is_cuda() && batches.device() == x.device() &&
+                        batches.scalar_type() == torch::kInt64 && batches.numel() == 1,
+                        "num_batches_tracked must be one int64 on x's device");
+            tracked = batches.data_ptr<int64_t>();
+        }
+    }
+    TORCH_CHECK(L.chunks <= INT_MAX, "x's rows are too long: ", shape_string(x.sizes()));
+    const bool vec = L.len % 4 == 0 && reinterpret_cast<uintptr_t>(x.data_ptr<float>()) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(y.data_ptr<float>()) % 16 == 0;
+    auto stream = at::cuda::getCurrentCUDAStream();
+    auto stats = torch::empty({2 * L.gmod}, x.options().dtype(torch::kFloat64));
+    const dim3 grid((unsigned)L.chunks, (unsigned)std::min<int64_t>(L.rows, MAX_GRID_Y));
+    if (!use_batch_stats) {
+        TORCH_CHECK(KIND == BATCH && rm != nullptr, "normalizing by running statistics needs them");
+        stats_from_running<<<(unsigned)((C + THREADS - 1) / THREADS), THREADS, 0, stream>>>(rm, rv, C, eps,
+                                                                                         stats.data_ptr<double>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    } else {
+        auto part = torch::empty({2 * L.rows * L.chunks}, x.options().dtype(torch::kFloat64));
+        row_chunk_sums<<<grid, THREADS, 0, stream>>>(x.data_ptr<float>(), L, vec, part.data_ptr<double>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        const bool update = update_running && rm != nullptr;
+        group_stats<<<(unsigned)L.gmod, THREADS, 0, stream>>>(part.data_ptr<double>(), L, eps,
+                                                              stats.data_ptr<double>(), update ? rm : nullptr,
+                                                              update ? rv : nullptr, tracked, momentum);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        if (update && tracked != nullptr) {
+            count_batch<<<1, 1, 0, stream>>>(tracked);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+        }
+    }
+    normalize_rows<<<grid, THREADS, 0, stream>>>(x.data_ptr<float>(), stats.data_ptr<double>(), w, b, L, vec,
+                                                 y.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["normalize"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, @INIT@):
+        super().__init__()
+        self.@ATTR@ = @MODULE@
+
+    def forward(self, x):
+        m = self.@ATTR@
+        none = x.new_empty(0)
+        weight, bias = getattr(m, "weight", None), getattr(m, "bias", None)
+        running_mean, running_var = getattr(m, "running_mean", None), getattr(m, "running_var", None)
+        batches = getattr(m, "num_batches_tracked", None)
+        running = running_mean is not None and running_var is not None
+        momentum = getattr(m, "momentum", None)
+        # As torch decides: batch statistics in training mode or where the module keeps no running ones, which
+        # training mode updates.
+        return _ext.normalize(x.contiguous(), none if weight is None else weight.detach(),
+                              none if bias is None else bias.detach(), running_mean if running else none,
+                              running_var if running else none,
+                              batches if running and batches is not None else none,
+                              int(getattr(m, "num_groups", 0)), len(getattr(m, "normalized_shape", ())),
+                              bool(m.training or not running), bool(m.training and running),
+                              -1.0 if momentum is None else float(momentum), float(m.eps))
+'''
+
+
+def stat_norm_source(name: str) -> str:
+    k = STAT_NORMS[name]
+    return _fill(
+        STAT_NORM_TEMPLATE,
+        NAME=name,
+        NUMBER=_number(name),
+        MODULE=k.module,
+        NOTE=k.note,
+        KIND=k.kind,
+        INIT=k.init,
+        ATTR=k.attr,
+        HEADERS=_HEADERS,
+        BLOCK_SUM=_BLOCK_SUM,
+        SHAPE_STRING=_SHAPE_STRING,
+    )
+
+
 class Loss(NamedTuple):
     """One loss of LOSS_TEMPLATE: a mean (or a sum over the batch) of a term of each pair of elements."""
 
@@ -1069,14 +1417,272 @@ class ModelNew(nn.Module):
 '''
 
 
+# Losses with a term per row (ROW_LOSSES): cross-entropy (95) and the triplet margin loss (99). Each row's term is
+# computed by one block in float64, to its own slot; a one-block kernel folds the slots in a fixed order.
+_ROW_FINISH = """// One block: *out = (the sum of part[0, rows), folded in a fixed order) / (the sum of counted[0, rows), or
+// rows where counted is null), rounded to float32.
+__global__ void __launch_bounds__(THREADS) finish(const double* __restrict__ part,
+                                                  const double* __restrict__ counted, int64_t rows,
+                                                  float* __restrict__ out) {
+    __shared__ double sh_s[THREADS], sh_c[THREADS];
+    double s = 0.0, c = 0.0;
+    for (int64_t i = threadIdx.x; i < rows; i += THREADS) {
+        s += part[i];
+        c += counted != nullptr ? counted[i] : 1.0;
+    }
+    const double total = block_sum(s, sh_s), count = block_sum(c, sh_c);
+    if (threadIdx.x == 0) *out = (float)(total / count);
+}"""
+
+CROSS_ENTROPY_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py:
+
+    torch.nn.functional.cross_entropy(predictions, targets)
+
+a 0-dim float32 tensor: the mean over rows of logsumexp(predictions[r]) - predictions[r, targets[r]], for
+contiguous float32 predictions (rows, classes) and int64 class indices (rows,). As torch's defaults: no weight,
+no label smoothing, rows whose target is -100 (ignore_index) left out of the sum and of the count. A target
+outside [0, classes) makes the loss NaN (torch stops with a device-side assertion).
+
+One block of 256 threads per row: the row's maximum M (a NaN propagates), then the sum of exp(x - M) in float64,
+folded in a fixed order, and the row's term M + log(sum) - x[target] in float64, to its own slot. A one-block
+kernel folds the rows' terms and counts in a fixed order and divides. No atomics: the same result from run to
+run."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = "torch::Tensor cross_entropy(torch::Tensor predictions, torch::Tensor targets);"
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 256;
+constexpr int64_t MAX_BLOCKS = 65536;
+constexpr int64_t IGNORE_INDEX = -100;  // torch's default
+
+@BLOCK_SUM@
+
+@SHAPE_STRING@
+
+// The larger of a and b, NaN if either is (as torch's max).
+__device__ __forceinline__ float nan_max(float a, float b) { return (b > a || isnan(b)) && !isnan(a) ? b : a; }
+
+// Block b does rows b, b + gridDim.x, ...: row r's term to part[r], and whether it counts (0 for an ignored
+// target) to counted[r].
+__global__ void __launch_bounds__(THREADS) row_terms(const float* __restrict__ x,
+                                                     const int64_t* __restrict__ targets, int64_t rows,
+                                                     int64_t classes, double* __restrict__ part,
+                                                     double* __restrict__ counted) {
+    __shared__ float sh_m[THREADS];
+    __shared__ double sh[THREADS];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float* xr = x + r * classes;
+        float m = -INFINITY;
+        for (int64_t j = threadIdx.x; j < classes; j += THREADS) m = nan_max(m, xr[j]);
+        sh_m[threadIdx.x] = m;
+        __syncthreads();
+        for (int half = THREADS / 2; half > 0; half >>= 1) {
+            if ((int)threadIdx.x < half) sh_m[threadIdx.x] = nan_max(sh_m[threadIdx.x], sh_m[threadIdx.x + half]);
+            __syncthreads();
+        }
+        const double M = sh_m[0];
+        double s = 0.0;
+        for (int64_t j = threadIdx.x; j < classes; j += THREADS) s += exp((double)xr[j] - M);
+        const double total = block_sum(s, sh);
+        if (threadIdx.x == 0) {
+            const int64_t t = targets[r];
+            if (t == IGNORE_INDEX) {
+                part[r] = 0.0;
+                counted[r] = 0.0;
+            } else {
+                part[r] = t >= 0 && t < classes ? M + log(total) - (double)xr[t] : NAN;
+                counted[r] = 1.0;
+            }
+        }
+        __syncthreads();  // sh_m and sh are written again for the next row
+    }
+}
+
+@FINISH@
+
+torch::Tensor cross_entropy(torch::Tensor predictions, torch::Tensor targets) {
+    TORCH_CHECK(predictions.is_cuda() && targets.is_cuda() && predictions.device() == targets.device(),
+                "predictions and targets must be CUDA tensors on one device");
+    TORCH_CHECK(predictions.scalar_type() == torch::kFloat32, "predictions must be float32");
+    TORCH_CHECK(targets.scalar_type() == torch::kInt64, "targets must be int64 class indices");
+    TORCH_CHECK(predictions.is_contiguous() && targets.is_contiguous(),
+                "predictions and targets must be contiguous");
+    TORCH_CHECK(predictions.dim() == 2 && targets.dim() == 1 && targets.size(0) == predictions.size(0),
+                "predictions must be (rows, classes) and targets (rows,), got ",
+                shape_string(predictions.sizes()), " and ", shape_string(targets.sizes()));
+    const c10::cuda::CUDAGuard guard(predictions.device());
+    const int64_t rows = predictions.size(0), classes = predictions.size(1);
+    auto out = torch::empty(std::vector<int64_t>{}, predictions.options());
+    auto part = torch::empty({std::max<int64_t>(rows, 1)}, predictions.options().dtype(torch::kFloat64));
+    auto counted = torch::empty_like(part);
+    auto stream = at::cuda::getCurrentCUDAStream();
+    if (rows > 0) {
+        TORCH_CHECK(classes > 0, "predictions must have at least one class");
+        row_terms<<<(unsigned)std::min<int64_t>(rows, MAX_BLOCKS), THREADS, 0, stream>>>(
+            predictions.data_ptr<float>(), targets.data_ptr<int64_t>(), rows, classes, part.data_ptr<double>(),
+            counted.data_ptr<double>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    finish<<<1, THREADS, 0, stream>>>(part.data_ptr<double>(), counted.data_ptr<double>(), rows,
+                                      out.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["cross_entropy"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions, targets):
+        return _ext.cross_entropy(predictions.contiguous(), targets.contiguous())
+'''
+
+TRIPLET_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py:
+
+    torch.nn.TripletMarginLoss(margin=margin)(anchor, positive, negative)
+
+a 0-dim float32 tensor: the mean over rows of max(margin + d(a, p) - d(a, n), 0), where d(u, v) is the
+Euclidean norm of u - v + eps (eps = 1e-6, as torch's pairwise_distance adds it), for contiguous float32 inputs
+of one shape (rows, features). The module's p must be 2 and swap False (its defaults, as the reference's).
+
+One block of 256 threads per row: both sums of squares in float64 (float4 loads where the rows are 16-byte
+aligned), folded in a fixed order, and the row's term in float64 to its own slot (a NaN stays NaN, as in torch's
+clamp). A one-block kernel folds the rows' terms in a fixed order and divides by the rows. No atomics: the same
+result from run to run."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = ("torch::Tensor triplet_margin(torch::Tensor anchor, torch::Tensor positive, torch::Tensor negative, "
+              "double margin, double eps);")
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 256;
+constexpr int64_t MAX_BLOCKS = 65536;
+
+@BLOCK_SUM@
+
+@SHAPE_STRING@
+
+// Block b does rows b, b + gridDim.x, ...: row r's term to part[r].
+__global__ void __launch_bounds__(THREADS) row_terms(const float* __restrict__ a, const float* __restrict__ p,
+                                                     const float* __restrict__ n, int64_t rows, int64_t D,
+                                                     double margin, double eps, bool vec,
+                                                     double* __restrict__ part) {
+    __shared__ double sh_p[THREADS], sh_n[THREADS];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const int64_t at = r * D;
+        double sp = 0.0, sn = 0.0;
+        if (vec) {
+            const float4* a4 = reinterpret_cast<const float4*>(a + at);
+            const float4* p4 = reinterpret_cast<const float4*>(p + at);
+            const float4* n4 = reinterpret_cast<const float4*>(n + at);
+            for (int64_t i = threadIdx.x; i < D / 4; i += THREADS) {
+                const float4 u = a4[i], v = p4[i], w = n4[i];
+                const double p0 = (double)u.x - v.x + eps, p1 = (double)u.y - v.y + eps;
+                const double p2 = (double)u.z - v.z + eps, p3 = (double)u.w - v.w + eps;
+                const double n0 = (double)u.x - w.x + eps, n1 = (double)u.y - w.y + eps;
+                const double n2 = (double)u.z - w.z + eps, n3 = (double)u.w - w.w + eps;
+                sp += (p0 * p0 + p1 * p1) + (p2 * p2 + p3 * p3);
+                sn += (n0 * n0 + n1 * n1) + (n2 * n2 + n3 * n3);
+            }
+        } else {
+            for (int64_t i = threadIdx.x; i < D; i += THREADS) {
+                const double dp = (double)a[at + i] - p[at + i] + eps, dn = (double)a[at + i] - n[at + i] + eps;
+                sp += dp * dp;
+                sn += dn * dn;
+            }
+        }
+        const double P = block_sum(sp, sh_p), N = block_sum(sn, sh_n);
+        if (threadIdx.x == 0) {
+            const double l = margin + sqrt(P) - sqrt(N);
+            part[r] = l < 0.0 ? 0.0 : l;  // a NaN stays NaN
+        }
+        __syncthreads();  // sh_p and sh_n are written again for the next row
+    }
+}
+
+@FINISH@
+
+torch::Tensor triplet_margin(torch::Tensor anchor, torch::Tensor positive, torch::Tensor negative, double margin,
+                             double eps) {
+    for (const auto* t : {&anchor, &positive, &negative}) {
+        TORCH_CHECK(t->is_cuda() && t->device() == anchor.device(), "the inputs must be CUDA tensors on one device");
+        TORCH_CHECK(t->scalar_type() == torch::kFloat32 && t->is_contiguous(), "the inputs must be contiguous float32");
+        TORCH_CHECK(t->sizes().equals(anchor.sizes()), "the inputs must have one shape, got ",
+                    shape_string(anchor.sizes()), " and ", shape_string(t->sizes()));
+    }
+    TORCH_CHECK(anchor.dim() == 2, "the inputs must be (rows, features), got ", shape_string(anchor.sizes()));
+    const c10::cuda::CUDAGuard guard(anchor.device());
+    const int64_t rows = anchor.size(0), D = anchor.size(1);
+    auto out = torch::empty(std::vector<int64_t>{}, anchor.options());
+    auto part = torch::empty({std::max<int64_t>(rows, 1)}, anchor.options().dtype(torch::kFloat64));
+    auto stream = at::cuda::getCurrentCUDAStream();
+    bool vec = D % 4 == 0;
+    for (const auto* t : {&anchor, &positive, &negative})
+        vec = vec && reinterpret_cast<uintptr_t>(t->data_ptr<float>()) % 16 == 0;
+    if (rows > 0) {
+        row_terms<<<(unsigned)std::min<int64_t>(rows, MAX_BLOCKS), THREADS, 0, stream>>>(
+            anchor.data_ptr<float>(), positive.data_ptr<float>(), negative.data_ptr<float>(), rows, D, margin, eps,
+            vec, part.data_ptr<double>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    finish<<<1, THREADS, 0, stream>>>(part.data_ptr<double>(), nullptr, rows, out.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["triplet_margin"], extra_cuda_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, margin=1.0):
+        super().__init__()
+        self.loss_fn = nn.TripletMarginLoss(margin=margin)
+
+    def forward(self, anchor, positive, negative):
+        m = self.loss_fn
+        if m.p != 2 or m.swap:
+            raise ValueError(f"this kernel computes p=2 distances without swap; the module has p={m.p}, "
+                             f"swap={m.swap}")
+        return _ext.triplet_margin(anchor.contiguous(), positive.contiguous(), negative.contiguous(),
+                                   float(m.margin), float(m.eps))
+'''
+
+# KernelBench level-1 file -> its template, of the row losses.
+ROW_LOSSES: dict[str, str] = {"95_CrossEntropyLoss": CROSS_ENTROPY_TEMPLATE, "99_TripletMarginLoss": TRIPLET_TEMPLATE}
+
+
+def row_loss_source(name: str) -> str:
+    return _fill(ROW_LOSSES[name], NAME=name, NUMBER=_number(name), HEADERS=_HEADERS, BLOCK_SUM=_BLOCK_SUM,
+                 SHAPE_STRING=_SHAPE_STRING, FINISH=_ROW_FINISH)
+
+
 # KernelBench level-1 file -> (the reference's computation, reversed (a suffix sum), exclusive (the element
-# itself left out), masked (forward(x, mask), x * mask scanned)).
-SCANS: dict[str, tuple[str, bool, bool, bool]] = {
-    "89_cumsum": ("torch.cumsum(x, dim=dim)", False, False, False),
-    "91_cumsum_reverse": ("torch.cumsum(x.flip(dim), dim=dim).flip(dim)", True, False, False),
+# itself left out), masked (forward(x, mask), x * mask scanned), product (a running product, not a sum)).
+SCANS: dict[str, tuple[str, bool, bool, bool, bool]] = {
+    "89_cumsum": ("torch.cumsum(x, dim=dim)", False, False, False, False),
+    "91_cumsum_reverse": ("torch.cumsum(x.flip(dim), dim=dim).flip(dim)", True, False, False, False),
     # The reference prepends a zero column to the cumsum of x without its last column: y[j] = sum of x[k < j].
-    "92_cumsum_exclusive": ("cat((zeros, torch.cumsum(x[..., :-1], dim=dim)), dim=dim)", False, True, False),
-    "93_masked_cumsum": ("torch.cumsum(x * mask, dim=dim)", False, False, True),
+    "92_cumsum_exclusive": ("cat((zeros, torch.cumsum(x[..., :-1], dim=dim)), dim=dim)", False, True, False, False),
+    "93_masked_cumsum": ("torch.cumsum(x * mask, dim=dim)", False, False, True, False),
+    "90_cumprod": ("torch.cumprod(x, dim=dim)", False, False, False, True),
 }
 
 SCAN_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
@@ -1088,10 +1694,10 @@ for a contiguous float32 x@MASK_DOC@, over its last dimension (dim 1 of the prob
 another dim is refused).
 
 One block of 256 threads per row, in tiles of 2048 elements@ORDER_DOC@. A tile is loaded into shared memory
-(coalesced; padded by one word in 33 so that the reads below meet no bank conflicts), each thread sums its 8
-contiguous elements in float64, the block scans those sums in float64 (shuffles within a warp, the warps'
-totals in order), and each thread writes its elements' @KIND_DOC@ sums, the float64 running sum rounded once
-to float32, back to shared memory; the tile is then stored, coalesced, and its total carried to the next."""
+(coalesced; padded by one word in 33 so that the reads below meet no bank conflicts), each thread combines
+its 8 contiguous elements into their @OP_DOC@ in float64, the block scans those @OP_DOC@s in float64 (shuffles within a warp, the warps'
+totals in order), and each thread writes its elements' @KIND_DOC@ @OP_DOC@s, the float64 running @OP_DOC@ rounded
+once to float32, back to shared memory; the tile is then stored, coalesced, and its total carried to the next."""
 
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -1108,6 +1714,11 @@ constexpr int TILE = THREADS * PER;    // elements of a row per tile
 constexpr bool REVERSE = @REVERSE@;      // y[j] sums x[k] for k >= j (the row scanned from its end)
 constexpr bool EXCLUSIVE = @EXCLUSIVE@;  // y[j] leaves x[j] out
 constexpr bool MASKED = @MASKED@;        // x[j] * mask[j] is scanned
+constexpr bool PRODUCT = @PRODUCT@;      // a running product rather than a sum
+constexpr double IDENTITY = PRODUCT ? 1.0 : 0.0;
+
+// The scan's operation, in float64.
+__device__ __forceinline__ double combine(double a, double b) { return PRODUCT ? a * b : a + b; }
 
 // Slot of tile element k in shared memory: one word of padding after every 32.
 __device__ __forceinline__ int pad(int k) { return k + (k >> 5); }
@@ -1121,13 +1732,13 @@ __global__ void __launch_bounds__(THREADS) scan_rows(const float* __restrict__ x
     __shared__ double warp_total[WARPS];
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const int64_t row = (int64_t)blockIdx.x * R;
-    double carry = 0.0;  // the sum of the earlier tiles (in scan order); the same in every thread
+    double carry = IDENTITY;  // the earlier tiles combined (in scan order); the same in every thread
     for (int64_t base = 0; base < R; base += TILE) {
-        // Scan position base + k into tile[pad(k)], 0 past the row's end.
+        // Scan position base + k into tile[pad(k)], the identity past the row's end.
         for (int q = 0; q < PER; ++q) {
             const int k = q * THREADS + t;
             const int64_t c = base + k;
-            float v = 0.f;
+            float v = (float)IDENTITY;
             if (c < R) {
                 const int64_t at = row + (REVERSE ? R - 1 - c : c);
                 v = x[at];
@@ -1137,31 +1748,31 @@ __global__ void __launch_bounds__(THREADS) scan_rows(const float* __restrict__ x
         }
         __syncthreads();
         // This thread's chunk: tile elements t * PER + [0, PER).
-        double chunk = 0.0;
-        for (int q = 0; q < PER; ++q) chunk += (double)tile[pad(t * PER + q)];
-        // The sum of the chunks before this thread's: within the warp by shuffles, then the earlier warps'.
+        double chunk = IDENTITY;
+        for (int q = 0; q < PER; ++q) chunk = combine(chunk, (double)tile[pad(t * PER + q)]);
+        // The chunks before this thread's combined: within the warp by shuffles, then the earlier warps'.
         double incl = chunk;
         for (int off = 1; off < 32; off <<= 1) {
             const double o = __shfl_up_sync(0xffffffffu, incl, off);
-            if (lane >= off) incl += o;
+            if (lane >= off) incl = combine(o, incl);
         }
         double excl = __shfl_up_sync(0xffffffffu, incl, 1);
-        if (lane == 0) excl = 0.0;
+        if (lane == 0) excl = IDENTITY;
         if (lane == 31) warp_total[warp] = incl;
         __syncthreads();
-        double before = 0.0, tile_total = 0.0;
+        double before = IDENTITY, tile_total = IDENTITY;
         for (int w = 0; w < WARPS; ++w) {
             if (w == warp) before = tile_total;
-            tile_total += warp_total[w];
+            tile_total = combine(tile_total, warp_total[w]);
         }
         // The chunk's outputs over its inputs: no other thread reads these slots until the barrier below.
-        double run = carry + before + excl;
+        double run = combine(combine(carry, before), excl);
         for (int q = 0; q < PER; ++q) {
             const int k = pad(t * PER + q);
             const double v = (double)tile[k];
-            if (!EXCLUSIVE) run += v;
+            if (!EXCLUSIVE) run = combine(run, v);
             tile[k] = (float)run;
-            if (EXCLUSIVE) run += v;
+            if (EXCLUSIVE) run = combine(run, v);
         }
         __syncthreads();
         for (int q = 0; q < PER; ++q) {
@@ -1169,7 +1780,7 @@ __global__ void __launch_bounds__(THREADS) scan_rows(const float* __restrict__ x
             const int64_t c = base + k;
             if (c < R) y[row + (REVERSE ? R - 1 - c : c)] = tile[pad(k)];
         }
-        carry += tile_total;
+        carry = combine(carry, tile_total);
         __syncthreads();  // the tile and warp_total are written again by the next tile
     }
 }
@@ -1304,7 +1915,7 @@ def loss_source(name: str) -> str:
 
 
 def scan_source(name: str) -> str:
-    call, reverse, exclusive, masked = SCANS[name]
+    call, reverse, exclusive, masked, product = SCANS[name]
     return _fill(
         SCAN_TEMPLATE,
         NAME=name,
@@ -1314,6 +1925,8 @@ def scan_source(name: str) -> str:
         REVERSE="true" if reverse else "false",
         EXCLUSIVE="true" if exclusive else "false",
         MASKED="true" if masked else "false",
+        PRODUCT="true" if product else "false",
+        OP_DOC="product" if product else "sum",
         MASK_DOC=" and a bool mask of its shape" if masked else "",
         ORDER_DOC=", scanned from the row's end" if reverse else "",
         KIND_DOC="exclusive" if exclusive else "inclusive",
@@ -1497,7 +2110,9 @@ NEW_FAMILIES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
     (tuple(ROW_NORMS), row_norm_source),
     (FROBENIUS_NORMS, frobenius_source),
     (RMS_NORMS, rms_norm_source),
+    (tuple(STAT_NORMS), stat_norm_source),
     (tuple(LOSSES), loss_source),
+    (tuple(ROW_LOSSES), row_loss_source),
     (tuple(SCANS), scan_source),
 )
 
