@@ -1,6 +1,6 @@
 """Writes honest CUDA solutions for KernelBench level 1's elementwise, scalar-multiplication,
-dimension-reduction, softmax, normalization, loss and scan problems (41 of them: every level-1 problem but the
-matrix multiplications, convolutions, poolings and attention), and for eleven of level 2's "Linear, then
+dimension-reduction, softmax, normalization, pooling, loss and scan problems (47 of them: every level-1 problem
+but the matrix multiplications, the convolutions and attention), and for eleven of level 2's "Linear, then
 elementwise ops" problems, for benchmarks/kernelbench_batch.py.
 
     python benchmarks/kernelbench_solutions.py --out DIR
@@ -60,6 +60,13 @@ into the mean and 1 / sqrt(var + eps) (biased variance), then (x - mean) * rstd 
 element, rounded once. Batch norm in training mode (the reference's) updates its running statistics as torch
 does, and in eval mode normalizes by them. The index arithmetic of the three kernels was checked on the
 development machine (2026-12-07) by a float64 emulation against torch's four modules (differences under 3e-15).
+
+Pooling (POOLS, 41-46: max and average over 1, 2 and 3 spatial dims; 2-16 GiB in): the reference's module, kept under
+its attribute name, its settings read from it at each call (ceil_mode and returned indices refused). One thread per
+output folds its window: the maximum (NaN propagates; padding never wins) or the float64 sum over the window
+clipped to the input, divided by the window clipped to the padded input (count_include_pad, torch's default), by
+the clipped window otherwise, or by divisor_override. The index arithmetic was checked on the development machine
+(2026-12-07) by a float64 emulation against torch's six modules and two more settings (equal).
 
 Losses (LOSSES, 94_MSELoss, 96_HuberLoss, 98_KLDivLoss, 100_HingeLoss, a 0-dim float32 result): each term in
 float64 (KL's logs too), summed per block over a grid fixed by the element count, the blocks' sums folded by a
@@ -1417,6 +1424,215 @@ class ModelNew(nn.Module):
 '''
 
 
+# KernelBench level-1 files of the pooling family: max and average pooling over 1, 2 or 3 spatial dims. File ->
+# (the reference's module, as built by its __init__; the constructor's parameters; the module's attribute name).
+POOLS: dict[str, tuple[str, str, str]] = {
+    "41_Max_Pooling_1D": (
+        "nn.MaxPool1d(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, "
+        "return_indices=return_indices)",
+        "kernel_size: int, stride: int = None, padding: int = 0, dilation: int = 1, return_indices: bool = False",
+        "maxpool"),
+    "42_Max_Pooling_2D": (
+        "nn.MaxPool2d(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)",
+        "kernel_size: int, stride: int, padding: int, dilation: int", "maxpool"),
+    "43_Max_Pooling_3D": (
+        "nn.MaxPool3d(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, "
+        "return_indices=return_indices, ceil_mode=ceil_mode)",
+        "kernel_size: int, stride: int = None, padding: int = 0, dilation: int = 1, return_indices: bool = False, "
+        "ceil_mode: bool = False", "maxpool"),
+    "44_Average_Pooling_1D": (
+        "nn.AvgPool1d(kernel_size=kernel_size, stride=stride, padding=padding)",
+        "kernel_size: int, stride: int = 1, padding: int = 0", "avg_pool"),
+    "45_Average_Pooling_2D": (
+        "nn.AvgPool2d(kernel_size=kernel_size, stride=stride, padding=padding)",
+        "kernel_size: int, stride: int = None, padding: int = 0", "avg_pool"),
+    "46_Average_Pooling_3D": (
+        "nn.AvgPool3d(kernel_size=kernel_size, stride=stride, padding=padding)",
+        "kernel_size: int, stride: int = None, padding: int = 0", "avg_pool"),
+}
+
+POOL_TEMPLATE = '''"""Honest CUDA solution for KernelBench level1/@NAME@.py, written by
+benchmarks/kernelbench_solutions.py: the reference's @MODULE@, for a contiguous float32 x of shape (N, C, spatial...)
+with 1 to 3 spatial dims, ceil_mode off and no indices returned (the problem's settings; others are refused).
+
+One thread per output element (grid-stride), which folds its window in the input: the maximum (a NaN
+propagates, padding never wins, as in torch), or the sum in float64 divided by the window's size (with the padding
+counted where count_include_pad, torch's default; by divisor_override where set), rounded once to float32. The
+module is the reference's, kept under its attribute name, and its settings are read from it at each call."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SOURCE = ("torch::Tensor pool(torch::Tensor x, std::vector<int64_t> kernel, std::vector<int64_t> stride, "
+              "std::vector<int64_t> padding, std::vector<int64_t> dilation, bool is_max, bool count_include_pad, "
+              "int64_t divisor_override);")
+
+CUDA_SOURCE = r"""
+@HEADERS@
+
+constexpr int THREADS = 256;
+constexpr int64_t MAX_BLOCKS = 1 << 20;
+
+@SHAPE_STRING@
+
+// Three spatial dims (1- and 2-d pooling lead with dims of size 1, window 1, stride 1, no padding).
+struct Window {
+    int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+};
+
+template <bool IS_MAX>
+__global__ void __launch_bounds__(THREADS) pool_kernel(const float* __restrict__ x, float* __restrict__ y,
+                                                       int64_t planes, Window w, bool count_include_pad,
+                                                       int64_t divisor_override) {
+    const int64_t per_plane_out = w.out[0] * w.out[1] * w.out[2], per_plane_in = w.in[0] * w.in[1] * w.in[2];
+    const int64_t total = planes * per_plane_out;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < total; o += stride) {
+        int64_t rest = o;
+        int64_t at[3];
+        for (int q = 2; q >= 0; --q) {
+            at[q] = rest % w.out[q];
+            rest /= w.out[q];
+        }
+        const float* xp = x + rest * per_plane_in;  // rest is now the plane (n, c)
+        int64_t start[3];
+        for (int q = 0; q < 3; ++q) start[q] = at[q] * w.s[q] - w.p[q];
+        if (IS_MAX) {
+            float m = -INFINITY;
+            for (int64_t a = 0; a < w.k[0]; ++a) {
+                const int64_t i0 = start[0] + a * w.d[0];
+                if (i0 < 0 || i0 >= w.in[0]) continue;
+                for (int64_t b = 0; b < w.k[1]; ++b) {
+                    const int64_t i1 = start[1] + b * w.d[1];
+                    if (i1 < 0 || i1 >= w.in[1]) continue;
+                    const float* row = xp + (i0 * w.in[1] + i1) * w.in[2];
+                    for (int64_t c = 0; c < w.k[2]; ++c) {
+                        const int64_t i2 = start[2] + c * w.d[2];
+                        if (i2 < 0 || i2 >= w.in[2]) continue;
+                        const float v = row[i2];
+                        if (v > m || isnan(v)) m = v;  // once NaN, nothing is greater: it stays
+                    }
+                }
+            }
+            y[o] = m;
+        } else {
+            // Average pooling has no dilation. The window clipped to the padded input counts where
+            // count_include_pad; the one clipped to the input is what is summed.
+            int64_t lo[3], hi[3], padded = 1, inside = 1;
+            for (int q = 0; q < 3; ++q) {
+                lo[q] = start[q];
+                hi[q] = start[q] + w.k[q] < w.in[q] + w.p[q] ? start[q] + w.k[q] : w.in[q] + w.p[q];
+                padded *= hi[q] - lo[q];
+                lo[q] = lo[q] < 0 ? 0 : lo[q];
+                hi[q] = hi[q] > w.in[q] ? w.in[q] : hi[q];
+                inside *= hi[q] > lo[q] ? hi[q] - lo[q] : 0;
+            }
+            double s = 0.0;
+            for (int64_t i0 = lo[0]; i0 < hi[0]; ++i0)
+                for (int64_t i1 = lo[1]; i1 < hi[1]; ++i1) {
+                    const float* row = xp + (i0 * w.in[1] + i1) * w.in[2];
+                    for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2) s += (double)row[i2];
+                }
+            const double divisor = divisor_override > 0 ? (double)divisor_override
+                                                        : (double)(count_include_pad ? padded : inside);
+            y[o] = (float)(s / divisor);
+        }
+    }
+}
+
+torch::Tensor pool(torch::Tensor x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                   std::vector<int64_t> padding, std::vector<int64_t> dilation, bool is_max, bool count_include_pad,
+                   int64_t divisor_override) {
+    TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "x must be float32");
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
+    const int64_t nd = x.dim() - 2;
+    TORCH_CHECK(nd >= 1 && nd <= 3, "x must be (N, C, spatial...) with 1 to 3 spatial dims, got ",
+                shape_string(x.sizes()));
+    TORCH_CHECK((int64_t)kernel.size() == nd && (int64_t)stride.size() == nd && (int64_t)padding.size() == nd &&
+                (int64_t)dilation.size() == nd, "kernel, stride, padding and dilation need one value per spatial dim");
+    Window w;
+    std::vector<int64_t> out_shape{x.size(0), x.size(1)};
+    for (int q = 0; q < 3; ++q) {
+        const int64_t j = q - (3 - nd);  // the spatial dim this is, or < 0 for a leading dim of size 1
+        if (j < 0) {
+            w.in[q] = w.out[q] = w.k[q] = w.s[q] = w.d[q] = 1;
+            w.p[q] = 0;
+            continue;
+        }
+        w.in[q] = x.size(2 + j);
+        w.k[q] = kernel[j];
+        w.s[q] = stride[j];
+        w.p[q] = padding[j];
+        w.d[q] = dilation[j];
+        TORCH_CHECK(w.k[q] > 0 && w.s[q] > 0 && w.d[q] > 0 && w.p[q] >= 0 && 2 * w.p[q] <= w.k[q],
+                    "kernel, stride and dilation must be positive, padding at most half the kernel");
+        const int64_t span = w.d[q] * (w.k[q] - 1) + 1;
+        TORCH_CHECK(w.in[q] + 2 * w.p[q] >= span, "the window is larger than the padded input ",
+                    shape_string(x.sizes()));
+        w.out[q] = (w.in[q] + 2 * w.p[q] - span) / w.s[q] + 1;
+        out_shape.push_back(w.out[q]);
+    }
+    TORCH_CHECK(is_max || (w.d[0] == 1 && w.d[1] == 1 && w.d[2] == 1), "average pooling takes no dilation");
+    const c10::cuda::CUDAGuard guard(x.device());
+    auto y = torch::empty(out_shape, x.options());
+    const int64_t planes = x.size(0) * x.size(1), total = y.numel();
+    if (total == 0) return y;
+    const int64_t blocks = std::min<int64_t>((total + THREADS - 1) / THREADS, MAX_BLOCKS);
+    auto stream = at::cuda::getCurrentCUDAStream();
+    if (is_max)
+        pool_kernel<true><<<(unsigned)blocks, THREADS, 0, stream>>>(x.data_ptr<float>(), y.data_ptr<float>(), planes,
+                                                                   w, count_include_pad, divisor_override);
+    else
+        pool_kernel<false><<<(unsigned)blocks, THREADS, 0, stream>>>(x.data_ptr<float>(), y.data_ptr<float>(),
+                                                                    planes, w, count_include_pad, divisor_override);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+_ext = load_inline(name="kh_kb_l1_@NUMBER@", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE,
+                   functions=["pool"], extra_cuda_cflags=["-O3"])
+
+
+def _per_dim(value, nd, default=None):
+    """A module's setting as one int per spatial dim (an int, a tuple, or None for `default`)."""
+    if value is None or (isinstance(value, (tuple, list)) and len(value) == 0):
+        value = default
+    if isinstance(value, (tuple, list)):
+        if len(value) == 1:
+            return [int(value[0])] * nd
+        if len(value) != nd:
+            raise ValueError(f"expected {nd} values, got {value}")
+        return [int(v) for v in value]
+    return [int(value)] * nd
+
+
+class ModelNew(nn.Module):
+    def __init__(self, @INIT@):
+        super().__init__()
+        self.@ATTR@ = @MODULE@
+
+    def forward(self, x):
+        m = self.@ATTR@
+        nd = x.dim() - 2
+        if getattr(m, "ceil_mode", False) or getattr(m, "return_indices", False):
+            raise ValueError("this kernel pools with ceil_mode off and returns no indices")
+        kernel = _per_dim(m.kernel_size, nd)
+        is_max = hasattr(m, "dilation")
+        divisor = getattr(m, "divisor_override", None)
+        return _ext.pool(x.contiguous(), kernel, _per_dim(m.stride, nd, default=m.kernel_size),
+                         _per_dim(m.padding, nd), _per_dim(getattr(m, "dilation", 1), nd), is_max,
+                         bool(getattr(m, "count_include_pad", True)), int(divisor) if divisor else 0)
+'''
+
+
+def pool_source(name: str) -> str:
+    module, init, attr = POOLS[name]
+    return _fill(POOL_TEMPLATE, NAME=name, NUMBER=_number(name), MODULE=module, INIT=init, ATTR=attr,
+                 HEADERS=_HEADERS, SHAPE_STRING=_SHAPE_STRING)
+
+
 # Losses with a term per row (ROW_LOSSES): cross-entropy (95) and the triplet margin loss (99). Each row's term is
 # computed by one block in float64, to its own slot; a one-block kernel folds the slots in a fixed order.
 _ROW_FINISH = """// One block: *out = (the sum of part[0, rows), folded in a fixed order) / (the sum of counted[0, rows), or
@@ -2113,6 +2329,7 @@ NEW_FAMILIES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
     (tuple(STAT_NORMS), stat_norm_source),
     (tuple(LOSSES), loss_source),
     (tuple(ROW_LOSSES), row_loss_source),
+    (tuple(POOLS), pool_source),
     (tuple(SCANS), scan_source),
 )
 
