@@ -2321,41 +2321,39 @@ def gemm_source(name: str) -> str:
 
 
 # The families filled by _fill: (their problems, the function that writes one problem's solution).
-NEW_FAMILIES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
-    (SCALINGS, scaling_source),
-    (tuple(ROW_NORMS), row_norm_source),
-    (FROBENIUS_NORMS, frobenius_source),
-    (RMS_NORMS, rms_norm_source),
-    (tuple(STAT_NORMS), stat_norm_source),
-    (tuple(LOSSES), loss_source),
-    (tuple(ROW_LOSSES), row_loss_source),
-    (tuple(POOLS), pool_source),
-    (tuple(SCANS), scan_source),
+FAMILIES: tuple[tuple[str, tuple[str, ...], Callable[[str], str]], ...] = (
+    ("level1", tuple(ELEMENTWISE), source),
+    ("level1", tuple(REDUCTIONS), reduction_source),
+    ("level1", tuple(SOFTMAXES), softmax_source),
+    ("level1", SCALINGS, scaling_source),
+    ("level1", tuple(ROW_NORMS), row_norm_source),
+    ("level1", FROBENIUS_NORMS, frobenius_source),
+    ("level1", RMS_NORMS, rms_norm_source),
+    ("level1", tuple(STAT_NORMS), stat_norm_source),
+    ("level1", tuple(LOSSES), loss_source),
+    ("level1", tuple(ROW_LOSSES), row_loss_source),
+    ("level1", tuple(POOLS), pool_source),
+    ("level1", tuple(SCANS), scan_source),
+    ("level2", tuple(GEMMS), gemm_source),
 )
+
+
+def all_solutions() -> list[tuple[str, str, Callable[[str], str]]]:
+    """(level folder, problem name, the function that writes its source) for every solution this script writes."""
+    return [(level, name, write) for level, names, write in FAMILIES for name in names]
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
-    folder = args.out / "level1"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in ELEMENTWISE:
-        (folder / f"{name}.py").write_text(source(name))
-    for name in REDUCTIONS:
-        (folder / f"{name}.py").write_text(reduction_source(name))
-    for name in SOFTMAXES:
-        (folder / f"{name}.py").write_text(softmax_source(name))
-    count = len(ELEMENTWISE) + len(REDUCTIONS) + len(SOFTMAXES)
-    for names, write in NEW_FAMILIES:
-        for name in names:
-            (folder / f"{name}.py").write_text(write(name))
-        count += len(names)
-    level2 = args.out / "level2"
-    level2.mkdir(parents=True, exist_ok=True)
-    for name in GEMMS:
-        (level2 / f"{name}.py").write_text(gemm_source(name))
-    print(f"{count} solutions in {folder}, {len(GEMMS)} in {level2}")
+    counts: dict[str, int] = {}
+    for level, name, write in all_solutions():
+        folder = args.out / level
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.py").write_text(write(name))
+        counts[level] = counts.get(level, 0) + 1
+    print(", ".join(f"{n} solutions in {args.out / level}" for level, n in counts.items()))
 
 
 if __name__ == "__main__":

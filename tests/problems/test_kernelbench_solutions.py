@@ -47,19 +47,16 @@ def solutions(tmp_path_factory) -> Path:
     return out
 
 
-def _names(level: str) -> list[str]:
+def _cases() -> list[tuple[str, str]]:
     sys.path.insert(0, str(REPO / "benchmarks"))
     try:
         import kernelbench_solutions as ks
     finally:
         sys.path.pop(0)
-    level1 = [*ks.ELEMENTWISE, *ks.REDUCTIONS, *ks.SOFTMAXES]
-    for names, _ in ks.NEW_FAMILIES:
-        level1 += list(names)
-    return sorted(level1) if level == "level1" else sorted(ks.GEMMS)
+    return sorted((level, name) for level, name, _ in ks.all_solutions())
 
 
-CASES = [(level, name) for level in ("level1", "level2") for name in _names(level)]
+CASES = _cases()
 
 
 def _load(path: Path, name: str) -> types.ModuleType:
