@@ -50,6 +50,7 @@ class Context:
         # Set once the run is being closed: a memory wait on another thread gives up (memory_ledger's cancel).
         self.ending = threading.Event()
         self.open_stages: list[str] = []  # the timed stages under way, on any thread (memory_plan.DeviceUsedWatch)
+        self.device_watch: Any = None  # that watch, on a GPU: what this evaluation's processes hold (own_bytes)
         self.child_versions: dict[str, Any] = {}  # the solution's child's versions of torch & co, once it loaded
         # KERNELHUB_PAUSE_SOLUTION: the solution's child runs only inside its requests and this evaluation's timed
         # phases (solution_turn); the device lock's holds of each thread, and the exclusive ones of any thread.

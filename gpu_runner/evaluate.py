@@ -102,6 +102,7 @@ def evaluate(problem_source: str, solution_source: str, *, device: str = "cpu", 
     watch = (memory_plan.DeviceUsedWatch(lambda: list(run.open_stages),
                                          roles=lambda: {s.child.proc.pid: s.role for s in list(run.all_sessions)})
              .start() if device == "cuda" else None)
+    run.device_watch = watch
     try:
         run.execute()
         result.accept()

@@ -87,8 +87,12 @@ class Held:
     device_bytes: dict[str, int] = field(default_factory=dict)  # per device key (gpulock.device_key)
     holders: list[dict[str, Any]] = field(default_factory=list)
     # Set by given_back(whole_device=True): a plan counts the whole GPU as free, as it is once every process on it
-    # ends (reference._free_beside).
+    # ends (reference._free_beside). In a replan (Reservation.replan): "would the plan fit once the others it may
+    # wait for end", judged against the whole GPU less what those it may not wait for hold (held_now).
     whole_device: bool = False
+    # Set by grown_since: what the others of the reading hold now, per device key, all of it and not only what
+    # they added since the reservation (a replan that reads the GPU's free memory afresh counts them this way).
+    held_now: dict[str, int] = field(default_factory=dict)
 
     def on(self, device_key: str) -> int:
         return self.device_bytes.get(device_key, 0)
@@ -209,8 +213,11 @@ class Reservation:
         since, and what earlier ones added since (an entry's plan may grow too). Memory given back is not
         counted (it may be in use by now)."""
         before = {h.get("entry"): h for h in self.others.holders}
-        grown = Held()
+        grown = Held(whole_device=now.whole_device)
         for h in now.holders:
+            if h.get("device"):
+                key = str(h["device"])
+                grown.held_now[key] = grown.held_now.get(key, 0) + int(h.get("device_bytes") or 0)
             was = before.get(h.get("entry"), {})
             host = max(0, int(h.get("host_bytes") or 0) - int(was.get("host_bytes") or 0))
             device = max(0, int(h.get("device_bytes") or 0) - int(was.get("device_bytes") or 0))
@@ -232,9 +239,11 @@ class Reservation:
                cancel: threading.Event | None = None) -> bool:
         """The plan changed (the timing plan, from the measured footprint, can need more than the first plan
         reserved). attempt(grown) -> (fits, host_bytes, device_bytes): the plan made from the memory free at
-        the reservation less `grown`, what the others reserved beyond what was counted then (grown_since). Where
-        it fits, the entry holds its needs at once (under the ledger's lock: nobody plans in between). Where it
-        fits only without some of them, it waits for those to end (_waitable), up to timeout_s, its entry saying
+        the reservation less `grown`, what the others reserved beyond what was counted then (grown_since), or
+        from the memory free now beside all they hold (grown.held_now). Where it fits, the entry holds its needs at
+        once (under the ledger's lock: nobody plans in between). Where it fits only once the others it may wait
+        for have ended (_waitable; attempt's Held then has whole_device set and holds only the others it may not
+        wait for), it waits for them to end, up to timeout_s, its entry saying
         meanwhile what it wants, so that evaluations that start meanwhile count it and cannot starve it. Returns
         False where it cannot fit (attempt's last call is then the plan beside all of them, for the caller's
         refusal); raises MemoryWaitTimeout after timeout_s seconds, MemoryWaitCancelled once `cancel` is set."""
@@ -258,9 +267,12 @@ class Reservation:
                         self._set(host_b, device_b)
                         waiting = False
                         return True
-                    in_the_way = [h for h in grown.holders if self._waitable(h)]
+                    # Those it may wait for: every other evaluation that may end before it (_waitable), not only
+                    # those that grew since; it waits where the plan fits once they have ended.
+                    in_the_way = [h for h in now.holders if self._waitable(h) and (
+                        h.get("device") == self.device_key or int(h.get("host_bytes") or 0) > 0)]
                     if not in_the_way or not attempt(self.grown_since(
-                            Held(holders=[h for h in now.holders if not self._waitable(h)])))[0]:
+                            Held(holders=[h for h in now.holders if not self._waitable(h)], whole_device=True)))[0]:
                         attempt(grown)  # the plan beside all of them, for the refusal's figures
                         return False
                     if not waiting:

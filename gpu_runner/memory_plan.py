@@ -227,6 +227,11 @@ class DeviceUsedWatch:
         except Exception:  # noqa: BLE001 - a record, not a check
             return []
 
+    def own_bytes(self) -> int:
+        """The device memory this evaluation's processes hold now (the evaluator and its children, by NVML's
+        count per process); 0 where that cannot be read (no NVML, no per-process figures in a container)."""
+        return sum(p["bytes"] for p in self._attribute() if p["role"] != "other")
+
     def start(self) -> DeviceUsedWatch:
         try:
             self._used = self._open()
@@ -439,9 +444,11 @@ def _refusal(device: str, fp: dict[str, Any], n: dict[str, int], host_free_b: in
         note = limit_notes[0] if who == "the reference's" else limit_notes[1]
         short.append(f"{who} process needs {_gib(need)} of address space, over its limit of {_gib(limit)} ({note})")
     if host_free_b is not None and n["host"] > USABLE_SHARE * host_free_b:
-        short.append(f"it needs {_gib(n['host'])} of host memory, {_gib(host_free_b)} is free")
+        short.append(f"it needs {_gib(n['host'])} of host memory, {_gib(host_free_b)} is free, of which a plan may "
+                     f"take {USABLE_SHARE:.0%} ({_gib(USABLE_SHARE * host_free_b)})")
     if "device" in n and gpu_free_b is not None and n["device"] > USABLE_SHARE * gpu_free_b:
-        short.append(f"it needs {_gib(n['device'])} of GPU memory, {_gib(gpu_free_b)} is free")
+        short.append(f"it needs {_gib(n['device'])} of GPU memory, {_gib(gpu_free_b)} is free, of which a plan may "
+                     f"take {USABLE_SHARE:.0%} ({_gib(USABLE_SHARE * gpu_free_b)})")
     return (f"the problem does not fit in this {'GPU' if device == 'cuda' else 'machine'}'s memory, even with one "
             f"timing input set and two checked outputs per batch: {'; '.join(short)} ({what}). Make the problem's "
             "inputs smaller, or run it on a runner with more memory"

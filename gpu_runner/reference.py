@@ -261,6 +261,15 @@ class Reference:
         def attempt(grown: memory_ledger.Held) -> tuple[bool, int, int]:
             self.free_at_start = (_less(base[0], grown.host_bytes), _less(base[1], grown.on(key)))
             p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
+            if not p.fits and self.ctx.device == "cuda":
+                # The reading at the reservation may be far below what is free now: it lacked what the others
+                # had allocated then and, besides, what they had reserved (a plan from the shapes holds most of
+                # the GPU until its trials), and neither comes back to it as they shrink or end. Plan again from
+                # the GPU as it is now.
+                fresh = self._gpu_free_now(grown, key)
+                if fresh is not None and fresh["free"] > int(self.free_at_start[1].get("free") or 0):
+                    self.free_at_start = (self.free_at_start[0], fresh)
+                    p = self.make_plan(sizes["input_bytes"], sizes["output_bytes"], sizes["peak_bytes"], source)
             plans.append(p)
             return p.fits, p.needs.get("host", 0), p.needs.get("device", 0)
 
@@ -274,6 +283,28 @@ class Reference:
         if not fits:
             raise Verdict("runtime_error", plans[-1].message)
         return plans[-1]
+
+    def _gpu_free_now(self, others: memory_ledger.Held, key: str) -> dict[str, Any] | None:
+        """For a replan on a GPU: the memory free for this evaluation's whole plan, read now. The least of two
+        counts: what NVML says is free plus what this evaluation's own processes hold (the plan counts all of it),
+        and the whole GPU less everything the other evaluations hold in the ledger (others.held_now: more than
+        they have allocated, where their plans have not filled yet). Where others.whole_device is set (would the
+        plan fit once the others it may wait for end?), the second count alone: the GPU less what the rest hold.
+        The reference's Model is counted out, as at the reservation (make_plan adds it back). None without a
+        reading."""
+        gpu = memory_plan.device_free(self.ctx.device, self.ctx.settings)
+        if gpu.get("free") is None or not gpu.get("total"):
+            return None
+        whole = int(gpu["total"])
+        if gpu.get("capped_by_env") is not None:
+            whole = min(whole, int(gpu["capped_by_env"]))
+        ledger = whole - others.held_now.get(key, 0)
+        watch = self.ctx.device_watch
+        own = watch.own_bytes() if watch is not None else 0
+        free = ledger if others.whole_device else min(int(gpu["free"]) + own, ledger)
+        return {**gpu, "free": max(0, free - self.param_bytes), "read_again": {
+            "nvml_free": int(gpu["free"]), "this_evaluation_holds": own, "others_hold": others.held_now.get(key, 0),
+            **({"once_the_others_end": True} if others.whole_device else {})}}
 
     def _limit_notes(self) -> tuple[str, str]:
         """Where the children's address-space limits come from (memory_plan.plan's limit_notes)."""

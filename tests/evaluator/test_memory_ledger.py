@@ -238,6 +238,61 @@ def test_a_grown_plan_is_refused_at_once_beside_an_earlier_evaluation_that_waits
         mine.release()
 
 
+def test_a_grown_plan_waits_for_an_evaluation_that_held_memory_when_it_reserved(tmp_path):
+    """The timing plan of an evaluation that reserved while another held most of the GPU (a plan from the shapes
+    holds 90% until its trials) may need more than it was counted as free then, though the GPU holds it easily
+    alone. It waits for that one to end and then fits, from the GPU as it is then; before, the other, which had
+    not grown since, was not waited for, and the plan was refused (2026-12-07 08:06, an H100 with three jobs: a
+    5.3 GiB plan refused as "4.7 GiB is free" on an 80 GiB GPU)."""
+    settings = RunnerConfig(cache_dir=tmp_path)
+    total = 80 * GiB
+    holder = _holder(tmp_path, "GPU-aaaa", 0, 70 * GiB, 1.5)  # reserved before this one, never grows
+    mine = memory_ledger.reserve("GPU-aaaa", lambda others: (True, 0, 5 * GiB), timeout_s=5, settings=settings)
+    seen = []
+
+    def attempt(grown: memory_ledger.Held) -> tuple[bool, int, int]:
+        # As reference._gpu_free_now counts it from the ledger: the whole GPU less what the others hold now.
+        counted = total - grown.held_now.get("GPU-aaaa", 0)
+        seen.append((grown.whole_device, counted // GiB))
+        return counted >= 30 * GiB, 0, 30 * GiB
+
+    try:
+        assert mine.replan(attempt, timeout_s=60)
+        holder.wait()
+        assert seen[0] == (False, 10) and (True, 80) in seen and seen[-1] == (False, 80), seen
+        replanned = mine.record()["replanned"]
+        assert [h["pid"] for h in replanned["waited_for"]] == [holder.pid] and replanned["waited_s"] >= 0.5
+        assert mine.record()["device_bytes"] == 30 * GiB
+    finally:
+        holder.kill()
+        holder.wait()
+        mine.release()
+
+
+def test_a_grown_plan_that_the_whole_gpu_would_not_hold_is_refused_at_once(tmp_path):
+    settings = RunnerConfig(cache_dir=tmp_path)
+    holder = _holder(tmp_path, "GPU-aaaa", 0, 70 * GiB, 60)
+    mine = memory_ledger.reserve("GPU-aaaa", lambda others: (True, 0, 5 * GiB), timeout_s=5, settings=settings)
+    seen = []
+
+    def attempt(grown: memory_ledger.Held) -> tuple[bool, int, int]:
+        counted = 80 * GiB - grown.held_now.get("GPU-aaaa", 0)
+        seen.append((grown.whole_device, counted // GiB))
+        return counted >= 90 * GiB, 0, 90 * GiB
+
+    try:
+        started = time.monotonic()
+        assert mine.replan(attempt, timeout_s=60) is False
+        assert time.monotonic() - started < 5
+        # Asked once beside the other, once without it, and last beside it again, for the refusal's figures.
+        assert seen == [(False, 10), (True, 80), (False, 10)], seen
+        assert mine.record()["device_bytes"] == 5 * GiB
+    finally:
+        holder.kill()
+        holder.wait()
+        mine.release()
+
+
 def test_a_waiting_replan_says_what_it_wants_and_gives_up_when_its_evaluation_ends(tmp_path):
     settings = RunnerConfig(cache_dir=tmp_path)
     mine = memory_ledger.reserve("GPU-aaaa", lambda others: (True, GiB, 10 * GiB), timeout_s=5, settings=settings)
