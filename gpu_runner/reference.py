@@ -295,10 +295,7 @@ class Reference:
         gpu = memory_plan.device_free(self.ctx.device, self.ctx.settings)
         if gpu.get("free") is None or not gpu.get("total"):
             return None
-        whole = int(gpu["total"])
-        if gpu.get("capped_by_env") is not None:
-            whole = min(whole, int(gpu["capped_by_env"]))
-        ledger = whole - others.held_now.get(key, 0)
+        ledger = _whole_gpu(gpu) - others.held_now.get(key, 0)
         watch = self.ctx.device_watch
         own = watch.own_bytes() if watch is not None else 0
         free = ledger if others.whole_device else min(int(gpu["free"]) + own, ledger)
@@ -553,10 +550,16 @@ def _free_beside(gpu: dict[str, Any], others: memory_ledger.Held, key: str) -> d
     on the GPU ends (Held.whole_device), the whole GPU (its total, or the cap KERNELHUB_DEVICE_MEMORY_GB sets)."""
     if not others.whole_device or gpu.get("free") is None or not gpu.get("total"):
         return _less(gpu, others.on(key), by_others=True)
+    whole = _whole_gpu(gpu)
+    return {**gpu, "free": whole, "whole_device_in_use": max(0, whole - int(gpu["free"]))}
+
+
+def _whole_gpu(gpu: dict[str, Any]) -> int:
+    """The whole GPU as a plan may count it: its total memory, or the cap KERNELHUB_DEVICE_MEMORY_GB sets."""
     whole = int(gpu["total"])
     if gpu.get("capped_by_env") is not None:
         whole = min(whole, int(gpu["capped_by_env"]))
-    return {**gpu, "free": whole, "whole_device_in_use": max(0, whole - int(gpu["free"]))}
+    return whole
 
 
 def _less(free: dict[str, Any], reserved: int, *, by_others: bool = False) -> dict[str, Any]:
