@@ -306,7 +306,7 @@ class _Run(Context):
         with self.timed("speed_of_light"):
             bandwidth = solution_timing.speed_of_light(self, ref)
         with self.timed("kernel_time"):
-            solution_timing.kernel_time(self, ref, sol, bandwidth)
+            solution_timing.kernel_time(self, ref, sol, bandwidth, self.tails)
         with self.timed("stop_solution"):
             self.stop(sol)
         self.stage("baselines")

@@ -23,25 +23,33 @@ from gpu_runner.session import EvaluatorError, Session, Verdict, trusted, untrus
 KERNEL_TIME_WARMUP, KERNEL_TIME_CALLS = 5, 10
 
 # The busy-time cross-check (rule timing_forged): the solution's event median may not fall below this fraction of
-# the device's busy time per profiled call in the same process. The window holds a call's device work and more
-# (launch, the drain, the cache flushed before it, which the profiled calls skip), so honest solutions read about 1
-# and up: 0.89-0.91 for ReLUs of 0.19 and 3.1 ms, 1.86 for one of 9 us, on an H100 (2026-12-06 22:01); the
-# fidelity tables' event medians 0.88x their profiler sums or more. A CUDA event forged to answer half read 0.44 on
-# the 0.19 ms kernel, where the clock audit could not bind.
+# what an honest window holds: the device's busy time per profiled call in the same process, plus the harness's
+# fixed cost of a window (the trusted reference's median window around one kernel of about a microsecond, measured
+# with the drain's calibration: 4.1-4.35 us on an H100). The window holds a call's device work and more (launch,
+# the cache flushed before it, which the profiled calls skip), so honest solutions read about 0.85 and up: 0.87-0.93
+# for the fidelity cases of 1.1 us to 0.2 ms and 1.0-1.15 for a ReLU of 9 us, on an H100 (2026-12-07); 0.89-1.05
+# of the busy time alone for solutions of 0.4-20 ms the same day. A CUDA event forged to answer half read 0.44 of
+# the busy time on the 0.19 ms kernel (2026-12-06), where the clock audit could not bind; on the 9 us kernel it
+# read 0.84-0.88 of the busy time alone (credited, until 1.7.3 counted the window's fixed cost), and 0.45-0.47 of
+# the busy time plus that cost.
 BUSY_RATIO_FLOOR = 0.6
 
 
-def busy_cross_check(runtime_us: float, busy_us: float) -> str | None:
+def busy_cross_check(runtime_us: float, busy_us: float, window_us: float = 0.0) -> str | None:
     """Why the reported event median cannot be the solution's own time, or None: a median below BUSY_RATIO_FLOOR x
-    the device's busy time per profiled call. Short kernels are not covered: the harness's fixed work inside the
-    window (some microseconds) lifts a forged median of a kernel of a few microseconds above the floor."""
-    if busy_us <= 0 or runtime_us >= BUSY_RATIO_FLOOR * busy_us:
+    what an honest window holds, the device's busy time per profiled call plus the window's fixed cost (window_us:
+    TailCalibration.one_kernel_window_us, 0 where it was not measured). Without that cost a forged median of a
+    kernel of a few microseconds stayed above the floor (the harness's fixed work in the window lifts it)."""
+    honest_us = busy_us + max(0.0, window_us)
+    if busy_us <= 0 or runtime_us >= BUSY_RATIO_FLOOR * honest_us:
         return None
+    cost = (f" plus {window_us:.1f} us that any window holds (the trusted reference's window around a 1 us kernel)"
+            if window_us > 0 else "")
     return (f"rule timing_forged broken: the timed calls were reported at {runtime_us:.1f} us (median), but the "
             f"device was busy {busy_us:.1f} us per call with the same solution in the same process (the profiler's "
-            f"account of its calls), {runtime_us / busy_us:.2f} of it where honest solutions read about 0.9 or "
-            f"more (the floor is {BUSY_RATIO_FLOOR}): the solution's timer was tampered with. Leave the timers, the "
-            "CUDA events and the runtime's functions alone")
+            f"account of its calls){cost}: {runtime_us / honest_us:.2f} of it, where honest solutions read about "
+            f"0.85 or more (the floor is {BUSY_RATIO_FLOOR}): the solution's timer was tampered with. Leave the "
+            "timers, the CUDA events and the runtime's functions alone")
 
 
 class TailCalibration:
@@ -53,6 +61,9 @@ class TailCalibration:
         self.trusted_us: float | None = None
         # The drain's cost (KERNELHUB_WINDOW_DRAIN), the trusted reference's figure, off every side's windows.
         self.drain_us = 0.0
+        # The trusted reference's median window around one kernel of about a microsecond, without the drain (the
+        # drain's calibration): the least an honest window holds beside its device work (busy_cross_check).
+        self.one_kernel_window_us = 0.0
 
     def allowance(self, session: Session) -> float | None:
         """CUDA: what the device-wide synchronise after the timed window costs an honest call in `session`'s
@@ -93,6 +104,7 @@ class TailCalibration:
         with_ = timing.validate_times(drain.get("with_us"), calls)
         without = timing.validate_times(drain.get("without_us"), calls)
         cost = max(0.0, statistics.median(with_) - statistics.median(without))
+        self.one_kernel_window_us = statistics.median(without)
         self.ctx.result.checks["window_drain"] = {
             "cost_us": round(cost, 2), "with_median_us": round(statistics.median(with_), 2),
             "without_median_us": round(statistics.median(without), 2),
@@ -229,7 +241,8 @@ def _time_solution_planned(ctx: Context, ref: Reference, sol: Session, tails: Ta
                       f"{median:.0f} us; all work must finish inside forward", "work_outside_timer")
 
 
-def kernel_time(ctx: Context, ref: Reference, sol: Session, bandwidth: float | None) -> None:
+def kernel_time(ctx: Context, ref: Reference, sol: Session, bandwidth: float | None,
+                tails: TailCalibration | None = None) -> None:
     """The second metric, CUDA Agent's: the profiler's summed device time per call (child.op_profile), on a
     fresh input set, with the last profiled call's output checked against the reference. It is the solution
     process's own account (its profiler), so it is reported beside the audited event time, never instead of
@@ -266,13 +279,19 @@ def kernel_time(ctx: Context, ref: Reference, sol: Session, bandwidth: float | N
     busy = reply.get("device_busy_us")
     if isinstance(busy, int | float) and not isinstance(busy, bool) and math.isfinite(busy) and busy > 0 \
             and ctx.result.runtime_us:
-        # A cross-check of the two clocks in the solution's process: the window holds a call's device work, so its
-        # median cannot fall far below how long the device was busy per profiled call (the union over streams;
-        # those calls run without the flush). A native forger of the CUDA events alone
-        # (tests/exploits/solutions/forged/forge_event_half_cuda.py) reads about half (busy_cross_check).
+        # A cross-check of the two clocks in the solution's process: the window holds a call's device work and the
+        # window's own fixed cost, so its median cannot fall far below how long the device was busy per profiled
+        # call (the union over streams; those calls run without the flush) plus that cost. A native forger of the
+        # CUDA events alone (tests/exploits/solutions/forged/forge_event_half_cuda.py) reads about half
+        # (busy_cross_check).
         checks["kernel_time"]["device_busy_us"] = round(float(busy), 2)
         checks["kernel_time"]["event_time_over_device_busy"] = round(ctx.result.runtime_us / float(busy), 3)
-        forged = busy_cross_check(float(ctx.result.runtime_us), float(busy))
+        window = tails.one_kernel_window_us if tails is not None else 0.0
+        if window > 0:
+            checks["kernel_time"]["one_kernel_window_us"] = round(window, 2)
+            checks["kernel_time"]["event_time_over_busy_and_window"] = round(
+                ctx.result.runtime_us / (float(busy) + window), 3)
+        forged = busy_cross_check(float(ctx.result.runtime_us), float(busy), window)
         if forged:
             guard_findings_first(ctx, sol)
             raise Verdict("rejected", forged, "timing_forged")

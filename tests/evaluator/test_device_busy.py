@@ -33,8 +33,7 @@ def test_a_profile_without_device_events_gives_no_figure():
 def test_the_cross_check_rejects_a_median_far_below_the_busy_time_and_passes_honest_readings():
     """Figures of an H100 (2026-12-06 22:01, tests/exploits/test_forged_timing.py): honest ReLUs of 3.1 ms, 0.19 ms
     and 9 us read 0.91, 0.89 and 1.86 of their busy time; the CUDA event forged to answer half read 0.44 on the
-    0.19 ms kernel (rejected), and 0.84 on the 9 us one, where the harness's fixed work in the window hides it
-    (not caught: the rule's known limit)."""
+    0.19 ms kernel (rejected). Without the window's fixed cost, the forgery on the 9 us kernel (0.84) passes."""
     from gpu_runner.solution_timing import BUSY_RATIO_FLOOR, busy_cross_check
 
     for runtime, busy in [(3059.4, 3353.21), (188.05, 210.81), (8.92, 4.81)]:
@@ -46,3 +45,40 @@ def test_the_cross_check_rejects_a_median_far_below_the_busy_time_and_passes_hon
     assert busy_cross_check(BUSY_RATIO_FLOOR * 100.0, 100.0) is None
     assert busy_cross_check(BUSY_RATIO_FLOOR * 100.0 - 0.01, 100.0)
     assert busy_cross_check(50.0, 0.0) is None  # no busy figure: nothing to cross-check
+
+
+# (event median, busy time per profiled call, the trusted reference's window around a 1 us kernel), in us, read on
+# an H100 on 2026-12-06 and -07 (docs/gpu_runs/2026-12-07_0751_h100x1/: fidelity_0807.json, honest_relu_0811.json,
+# side_stream_0811.json; the forgeries' figures from the CUDA tests' output at 22:01 and 07:58).
+HONEST_WITH_WINDOW = [
+    (4.5, 1.08, 4.29),      # the add of KernelBench's example, 1 x 128
+    (98.5, 101.53, 4.35),   # row mean, 8192 x 8192
+    (187.6, 212.08, 4.06),  # relu * scale + bias, 4096 x 16384
+    (10.17, 4.75, 4.1),     # the honest CUDA ReLU of relu_small_cuda
+    (8.2, 4.76, 4.1),       # the side-stream ReLU on the same problem (accepted: its kernel stays in the window)
+    (4356.0, 4461.42, 4.1),  # 33_BatchNorm at its size (the window's cost as the others')
+]
+FORGED_WITH_WINDOW = [
+    (4.03, 4.81, 4.1),  # relu_small_cuda's CUDA event halved, 2026-12-06 22:01
+    (4.2, 4.76, 4.1),   # the same, 2026-12-07 07:58
+    (93.56, 211.04, 4.1),  # relu_cuda's, 2026-12-06
+]
+
+
+@pytest.mark.parametrize("runtime,busy,window", HONEST_WITH_WINDOW)
+def test_honest_readings_pass_with_the_windows_fixed_cost_counted(runtime, busy, window):
+    from gpu_runner.solution_timing import busy_cross_check
+
+    assert busy_cross_check(runtime, busy, window) is None
+
+
+@pytest.mark.parametrize("runtime,busy,window", FORGED_WITH_WINDOW)
+def test_a_halved_event_on_a_kernel_of_microseconds_is_rejected_once_the_windows_cost_counts(runtime, busy, window):
+    """The forgery on the 9 us kernel was credited by the busy time alone (0.84-0.88 of it, above the floor); the
+    window's fixed cost, which any window holds, brings it to 0.45-0.47 of what an honest window holds."""
+    from gpu_runner.solution_timing import busy_cross_check
+
+    message = busy_cross_check(runtime, busy, window)
+    assert message and "timing_forged" in message and f"plus {window:.1f} us" in message
+    # A non-positive cost changes nothing (no calibration: the busy time alone, as before 1.7.3).
+    assert busy_cross_check(runtime, busy, 0.0) == busy_cross_check(runtime, busy)
