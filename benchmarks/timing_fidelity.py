@@ -415,9 +415,11 @@ def main(argv: list[str] | None = None) -> int:
                     "back_to_back_forward_host_us_reported", "tight_forward_host_us_reported",
                     "fresh_inputs")}}})
             report["rows"] += rows
-            busy = ((result.get("checks") or {}).get("kernel_time") or {}).get("event_time_over_device_busy")
+            kernel = (result.get("checks") or {}).get("kernel_time") or {}
+            busy, floor = kernel.get("event_time_over_device_busy"), kernel.get("event_time_over_busy_and_window")
             print(f"[{time.strftime('%H:%M:%S')}] {name}: verdict {result.get('verdict')} "
                   f"{'' if busy is None else f'(solution event / device busy {busy}) '}"
+                  f"{'' if floor is None else f'(event / busy and window {floor}) '}"
                   f"{(result.get('message') or result.get('error') or '')[:300]}", file=sys.stderr, flush=True)
             if a.out:
                 a.out.write_text(json.dumps(report, indent=1, default=str))

@@ -37,7 +37,8 @@ except Exception as e:
 kt = (r.get('checks') or {}).get('kernel_time') or {}
 print(f"{sys.argv[1].rsplit('/', 1)[-1]}: {r.get('verdict')} / {r.get('rule')}: runtime {r.get('runtime_us')} us, "
       f"eager {r.get('eager_us')}, compile {r.get('compile_us')}, kernel {r.get('kernel_time_us')}, "
-      f"busy {kt.get('device_busy_us')} (event / busy {kt.get('event_time_over_device_busy')}), "
+      f"busy {kt.get('device_busy_us')} (event / busy {kt.get('event_time_over_device_busy')}, / busy and window "
+      f"{kt.get('event_time_over_busy_and_window')}), "
       f"message {str(r.get('message') or r.get('error'))[:300]!r}")
 PYEOF
 }
