@@ -242,7 +242,7 @@ def _time_solution_planned(ctx: Context, ref: Reference, sol: Session, tails: Ta
 
 
 def kernel_time(ctx: Context, ref: Reference, sol: Session, bandwidth: float | None,
-                tails: TailCalibration | None = None) -> None:
+                tails: TailCalibration) -> None:
     """The second metric, CUDA Agent's: the profiler's summed device time per call (child.op_profile), on a
     fresh input set, with the last profiled call's output checked against the reference. It is the solution
     process's own account (its profiler), so it is reported beside the audited event time, never instead of
@@ -286,7 +286,7 @@ def kernel_time(ctx: Context, ref: Reference, sol: Session, bandwidth: float | N
         # (busy_cross_check).
         checks["kernel_time"]["device_busy_us"] = round(float(busy), 2)
         checks["kernel_time"]["event_time_over_device_busy"] = round(ctx.result.runtime_us / float(busy), 3)
-        window = tails.one_kernel_window_us if tails is not None else 0.0
+        window = tails.one_kernel_window_us
         if window > 0:
             checks["kernel_time"]["one_kernel_window_us"] = round(window, 2)
             checks["kernel_time"]["event_time_over_busy_and_window"] = round(
