@@ -50,7 +50,9 @@ from evaluator_batch import UtilSampler
 # then about 75 s a kernel). Shown only where this run did not time the harness itself.
 KERNELBENCH_REPORTED = {"seconds_per_kernel": 89.0, "source": "issue 13: eval_from_generations, 6 honest "
                         "level-1 kernels on one H200 (not this run)"}
-STOP_RESERVE_S = 60
+# Kept from --timeout for stopping: the site's processes get up to 30 s (LocalSite.stop; 3-4 s on the GPU hosts), the
+# runners' listing and the report a few more.
+STOP_RESERVE_S = 40
 POLL_S = 3.0
 
 
