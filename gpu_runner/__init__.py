@@ -5,4 +5,4 @@ Runs without the Django site. Entry points: `python -m gpu_runner evaluate ...` 
 """
 
 # Bumped whenever a change can move a verdict or a time: it is part of every result and of the baseline cache key.
-EVALUATOR_VERSION = "1.7.3"
+EVALUATOR_VERSION = "1.7.4"

@@ -57,11 +57,19 @@ HONEST_WITH_WINDOW = [
     (10.17, 4.75, 4.1),     # the honest CUDA ReLU of relu_small_cuda
     (8.2, 4.76, 4.1),       # the side-stream ReLU on the same problem (accepted: its kernel stays in the window)
     (4356.0, 4461.42, 4.1),  # 33_BatchNorm at its size (the window's cost as the others')
+    # The first run of 1.7.3 on a GPU (H100, 2026-12-07 16:02-16:13, docs/gpu_runs/2026-12-07_1557_h100x1/): the add's
+    # three runs (its lowest reading, 0.699, the lowest honest one yet), row mean, relu * scale + bias.
+    (3.78, 1.05, 4.35),
+    (3.98, 1.05, 4.1),
+    (5.07, 1.06, 4.35),
+    (98.77, 103.16, 4.22),
+    (191.11, 215.75, 4.19),
 ]
 FORGED_WITH_WINDOW = [
     (4.03, 4.81, 4.1),  # relu_small_cuda's CUDA event halved, 2026-12-06 22:01
     (4.2, 4.76, 4.1),   # the same, 2026-12-07 07:58
     (93.56, 211.04, 4.1),  # relu_cuda's, 2026-12-06
+    (4.6, 4.8, 4.2),  # relu_small_cuda's, rejected by 1.7.3 on the H100 at 15:57 on 2026-12-07 (0.51)
 ]
 
 
