@@ -97,11 +97,6 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path, device):
     nxt = subprocess.run(_command(device), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert nxt.returncode == 0, nxt.stderr[-3000:]
     result = json.loads(nxt.stdout)
-    # The timing's statistical comparisons, for a rejection's cause (on an H100 on 2026-12-07 the audit of this
-    # evaluation's three requests read 161 us a call above its null calls: timing.SECOND_LOOK_RULES since).
-    assert result["verdict"] == "accepted", (result["message"], result["checks"].get("fresh_inputs"),
-                                             result["checks"].get("clock_audit"), result["checks"].get("cleanup"),
-                                             result["stage_seconds"])
     assert sorted(result["checks"]["cleanup"]["removed"]) == stale
     assert "cleanup (evaluation start): removed" in nxt.stderr
     left_running = _gone(children, 10)
@@ -112,3 +107,10 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path, device):
     # The killed evaluation's reservation was dropped by the next one's reading of the ledger.
     assert not reserved[0].exists()
     assert all(h["pid"] != victim.pid for h in memory_ledger.held_by_others().holders)
+    # Last, so that the cleanup is checked whatever the verdict: the next evaluation of the honest solution is
+    # accepted. The timing's statistical comparisons are in the message, for a rejection's cause (on an H100 on
+    # 2026-12-07 the audit of this evaluation's three requests read 161 us a call above its null calls:
+    # timing.SECOND_LOOK_RULES since).
+    assert result["verdict"] == "accepted", (result["message"], result["checks"].get("fresh_inputs"),
+                                             result["checks"].get("clock_audit"),
+                                             result["checks"].get("timing_second_look"), result["stage_seconds"])
