@@ -139,7 +139,7 @@ AUDIT_MIN = 24
 # The rules of run_timing's two statistical comparisons (the clock audit, the fresh-input comparison). Where one of
 # them would reject, the loop first runs on until it holds twice the calls, audits and fresh calls it had, on a
 # budget of its own, and judges all of them together: a disturbance of the host or the device that slowed every
-# audited request of a short timing (an honest 9 us ReLU read 161 us slower than its null calls on an H100 on
+# audited request of a short timing (an honest 10 us relu * scale read 161 us slower than its null calls on an H100 on
 # 2026-12-07, in a timing of three audited requests) is diluted by the second half, while a forged clock or a
 # kernel that skips work is as far off in every call and only gives the comparison more evidence. The figures
 # reported are those of all the calls.

@@ -1,6 +1,6 @@
 """The second look of run_timing's statistical comparisons (timing._judge, timing.SECOND_LOOK_RULES): where the clock
 audit or the fresh-input comparison would reject the calls so far, the loop runs on to twice their number and the
-rule decides on all of them. On an H100 on 2026-12-07 an honest 9 us ReLU, evaluated right after a kill -9 of
+rule decides on all of them. On an H100 on 2026-12-07 an honest 10 us relu * scale, evaluated right after a kill -9 of
 another evaluation, was rejected `timing_forged` by an audit of three requests that all read 161 us a call slower
 than the null calls (docs/gpu_runs/2026-12-07_1557_h100x1/killed_1614.log); evaluated alone the same minute it
 read 29 and -57 us. The figures below are of that shape, on the wall clock of a GPU."""
