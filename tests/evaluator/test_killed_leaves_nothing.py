@@ -107,6 +107,10 @@ def test_it_leaves_nothing_after_the_evaluator_is_killed(tmp_path, device):
     # The killed evaluation's reservation was dropped by the next one's reading of the ledger.
     assert not reserved[0].exists()
     assert all(h["pid"] != victim.pid for h in memory_ledger.held_by_others().holders)
+    # For the run's log (pytest -rA prints it for a test that passes too): whether a second look was taken.
+    audit = result["checks"].get("clock_audit") or {}
+    print(f"next evaluation: {result['verdict']}, second look: {result['checks'].get('timing_second_look')}, "
+          "clock audit: " + str({k: audit.get(k) for k in ("ok", "calls", "parent_clock_lower_bound_us", "floor_us")}))
     # Last, so that the cleanup is checked whatever the verdict: the next evaluation of the honest solution is
     # accepted. The timing's statistical comparisons are in the message, for a rejection's cause (on an H100 on
     # 2026-12-07 the audit of this evaluation's three requests read 161 us a call above its null calls:
