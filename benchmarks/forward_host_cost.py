@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -244,7 +245,7 @@ def _guarded(out: dict, key: str, work: Any) -> None:
     try:
         out[key] = work()
     except Exception as e:  # noqa: BLE001 - one part failing leaves the others' figures standing
-        out[key] = {"error": f"{type(e).__name__}: {e}"[:600]}
+        out[key] = {"error": f"{type(e).__name__}: {e}"[:600], "where": traceback.format_exc()[-1500:]}
 
 
 def _setup(problem_path: Path, solution_path: Path, device: str, prefix: str) -> tuple[Any, Any, list, Any]:
@@ -405,6 +406,137 @@ def record_aftereffect(problem_path: Path, solution_path: Path, device: str, dea
         side("after one recorded call")
 
 
+def _kernel_us(torch: Any, fn: Any, inputs: list, device: str, enter: Any = contextlib.nullcontext) -> dict:
+    """CUDA Agent's kernel time as the evaluator's op_profile takes it (KERNEL_TIME_WARMUP calls, then the profiler's
+    summed device time over KERNEL_TIME_CALLS calls, no flush between them), each call inside `enter`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from gpu_runner.solution_timing import KERNEL_TIME_CALLS, KERNEL_TIME_WARMUP
+
+    if device != "cuda":
+        return {"kernel_us": None, "why": "the profiler's device time is measured on CUDA devices only"}
+    for _ in range(KERNEL_TIME_WARMUP):
+        with enter():
+            fn(*inputs)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(KERNEL_TIME_CALLS):
+            with enter():
+                fn(*inputs)
+        torch.cuda.synchronize()
+    total = sum(float(getattr(e, "self_device_time_total", 0.0) or 0.0) for e in prof.key_averages())
+    names: dict[str, float] = {}
+    for e in prof.key_averages():
+        key = e.key[:80]
+        names[key] = names.get(key, 0.0) + float(getattr(e, "self_device_time_total", 0.0) or 0.0) / KERNEL_TIME_CALLS
+    top = sorted(names.items(), key=lambda kv: -kv[1])[:6]
+    return {"kernel_us": round(total / KERNEL_TIME_CALLS, 2), "by_name_us": {k: round(v, 2) for k, v in top}}
+
+
+def profiler_excess(problem_path: Path, solution_path: Path, device: str, deadline: float, out: dict,
+                    save: Any) -> None:
+    """Where the solution's profiler time goes above a plain process's (--sequence profiler-excess): on an H100 the
+    evaluator's kernel_time_us of the fidelity solutions read 15-18% above the same kernel profiled in a plain
+    process (docs/BENCHMARKS.md), the baselines' not. The same measure, CUDA Agent's, taken
+    - in the evaluator's real children (sandboxed, locked down), solution and eager, through their channel: after
+      load alone, and after a timing as an evaluation runs one (input sets, warm-up, timed calls, the solution's
+      sampled op record among them), each with the op the evaluation sends (`profile`);
+    - in this process: plain twice; then with the process guards installed, plain and inside forward_guard as
+      op_profile calls it; then once more after one call under the legacy op record (the solution's child has
+      run several by the time it is profiled);
+    - the evaluator's own child.Harness for the solution role in this process, after a timing, by op_profile.
+    The piece after which the figure rises is the cause, or the sandbox where only the real child reads high."""
+    import torch
+
+    from gpu_runner import evaluate, guards
+
+    res: dict[str, Any] = out.setdefault("kernel_time", {})
+
+    def child(role: str) -> dict:
+        session: Any = None
+        session = evaluate.Session(role, device=device, limits_=evaluate._limits(device, role),
+                                   on_build=_child_builder(device, lambda: session))
+        try:
+            (session.workdir / "problem.py").write_text(problem_path.read_text())
+            if role == "solution":
+                (session.workdir / "solution.py").write_text(solution_path.read_text())
+            session.request("load", timeout=600, device=device, seed=0, problem_file="problem.py",
+                            solution_file="solution.py" if role == "solution" else None, policy={})
+            got = {"after load": session.request("profile", seed=7, calls=10, warmup=5)}
+            session.request("prepare_timing", seeds=[11, 12, 13])
+            session.request("warmup", calls=WARMUP, max_s=30)
+            for i in range(CALLS):
+                session.request("time_batch", order=[i % 3], keep=False, record=i < 8 or i % 8 == 0)
+            got["after a timing"] = session.request("profile", seed=7, calls=10, warmup=5, drop_sets=True)
+            return {k: {f: v.get(f) for f in ("kernel_time_us", "device_busy_us", "why")} for k, v in got.items()}
+        finally:
+            session.close()
+
+    for role in ("solution", "eager"):
+        if time.monotonic() < deadline:
+            _guarded(res, f"child {role}", lambda role=role: child(role))
+            save()
+    model, model_new, inputs, _flush = _setup(problem_path, solution_path, device, "excess")
+    with torch.no_grad():
+        for key, fn in (("plain solution", model_new), ("plain solution, again", model_new),
+                        ("plain eager", model)):
+            if time.monotonic() < deadline:
+                _guarded(res, key, lambda fn=fn: _kernel_us(torch, fn, inputs, device))
+                save()
+    guards.install_process_guards()
+
+    def guard() -> Any:
+        return guards.forward_guard({"record_ops": False, "itt_decoy": False})
+
+    def measure_guarded(label: str) -> None:
+        for key, enter in ((f"{label}: plain", contextlib.nullcontext), (f"{label}: forward_guard", guard)):
+            if time.monotonic() < deadline:
+                _guarded(res, key, lambda enter=enter: _kernel_us(torch, model_new, inputs, device, enter))
+                save()
+
+    with torch.no_grad():
+        measure_guarded("process guards installed")
+        with guards.forward_guard({"record_ops": True}):
+            model_new(*inputs)
+        measure_guarded("after one recorded call")
+
+    def harness_profile() -> dict:
+        from gpu_runner.child import Harness
+
+        harness = Harness(_Parent(), "solution", {})
+        harness.op_load({"device": device, "seed": 0, "problem_file": str(problem_path),
+                         "solution_file": str(solution_path), "policy": {}})
+        harness.op_prepare_timing({"seeds": [11, 12, 13]})
+        harness.op_warmup({"calls": WARMUP, "max_s": 30})
+        for i in range(CALLS):
+            harness.op_time_batch({"order": [i % 3], "keep": False, "record": i < 8 or i % 8 == 0})
+        reply = harness.op_profile({"seed": 7, "calls": 10, "warmup": 5, "drop_sets": True})
+        return {f: reply.get(f) for f in ("kernel_time_us", "device_busy_us", "why")}
+
+    if time.monotonic() < deadline:
+        _guarded(res, "harness solution after a timing", harness_profile)
+        save()
+
+
+def _child_builder(device: str, session: Any) -> Any:
+    """A child's build request answered as the evaluation answers it: built (or found) in the cache, a private
+    copy in the child's directory."""
+    import shutil
+
+    from gpu_runner import builds
+
+    def on_build(raw: Any) -> dict:
+        req = builds.validate_request(raw)
+        res = builds.build(req, device=device)
+        if not res.ok or res.library is None:
+            return {"ok": False, "message": res.message}
+        target = session().workdir / "ext" / res.key
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(res.library, target / res.library.name)
+        return {"ok": True, "dir": f"ext/{res.key}"}
+    return on_build
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", type=Path, default=REPO / "benchmarks/fidelity/add_small.py")
@@ -412,8 +544,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--budget-s", type=float, default=240.0)
     parser.add_argument("--out")
-    parser.add_argument("--sequence", choices=("all", "record-aftereffect"), default="all", help=(
-        "all: every variant above; record-aftereffect: the guard's pieces before and after one recorded call"))
+    parser.add_argument("--sequence", choices=("all", "record-aftereffect", "profiler-excess"), default="all",
+                        help=("all: every variant above; record-aftereffect: the guard's pieces before and after one "
+                              "recorded call; profiler-excess: the profiler's kernel time in the evaluator's children, "
+                              "in this process and in its Harness"))
     args = parser.parse_args(argv)
     out: dict = {"machine": machine(), "device": args.device, "problem": str(args.problem),
                  "solution": str(args.solution), "calls": CALLS}
@@ -427,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
             os.ftruncate(fd, 0)
             os.pwrite(fd, data, 0)
 
-    sequence = run if args.sequence == "all" else record_aftereffect
+    sequence = {"all": run, "record-aftereffect": record_aftereffect, "profiler-excess": profiler_excess}[args.sequence]
     sequence(args.problem.resolve(), args.solution.resolve(), args.device, time.monotonic() + args.budget_s, out, save)
     save()
     print(json.dumps(out, indent=1, default=str))
