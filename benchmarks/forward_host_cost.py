@@ -515,7 +515,9 @@ def profiler_excess(problem_path: Path, solution_path: Path, device: str, deadli
 
     if time.monotonic() < deadline:
         _guarded(res, "harness solution after a timing", harness_profile)
-        save()
+    else:
+        res["harness solution after a timing"] = {"skipped": "deadline"}
+    save()
 
 
 def _child_builder(device: str, session: Any) -> Any:
