@@ -196,27 +196,8 @@ def child_timing(role: str, problem: Path, solution: Path, device: str) -> dict:
     through its channel: load, input sets, warm-up, then CALLS timed calls one request each (as timing.py sends
     them), then CALLS calls in one request. The difference between the two is what the wait for the next request
     costs a call; the difference from the in-process Harness is what the process's sandbox costs."""
-    import shutil
-
-    from gpu_runner import builds, evaluate
-
-    def on_build(raw: Any) -> dict:
-        req = builds.validate_request(raw)
-        res = builds.build(req, device=device)
-        if not res.ok or res.library is None:
-            return {"ok": False, "message": res.message}
-        target = session.workdir / "ext" / res.key
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(res.library, target / res.library.name)
-        return {"ok": True, "dir": f"ext/{res.key}"}
-
-    session = evaluate.Session(role, device=device, limits_=evaluate._limits(device, role), on_build=on_build)
+    session = _open_child(role, problem, solution, device)
     try:
-        (session.workdir / "problem.py").write_text(problem.read_text())
-        if role == "solution":
-            (session.workdir / "solution.py").write_text(solution.read_text())
-        session.request("load", timeout=600, device=device, seed=0, problem_file="problem.py",
-                        solution_file="solution.py" if role == "solution" else None, policy={})
         session.request("prepare_timing", seeds=[11, 12, 13])
         session.request("warmup", calls=WARMUP, max_s=30)
         result: dict = {"isolation": session.child.isolation}
@@ -442,26 +423,20 @@ def profiler_excess(problem_path: Path, solution_path: Path, device: str, deadli
       load alone, and after a timing as an evaluation runs one (input sets, warm-up, timed calls, the solution's
       sampled op record among them), each with the op the evaluation sends (`profile`);
     - in this process: plain twice; then with the process guards installed, plain and inside forward_guard as
-      op_profile calls it; then once more after one call under the legacy op record (the solution's child has
-      run several by the time it is profiled);
-    - the evaluator's own child.Harness for the solution role in this process, after a timing, by op_profile.
+      op_profile calls it;
+    - the evaluator's own child.Harness for the solution role in this process, after a timing, by op_profile;
+    - in this process again, plain and inside forward_guard, now that the Harness's timing has run the legacy op
+      record on some of its calls (the solution's child has run several by the time it is profiled).
     The piece after which the figure rises is the cause, or the sandbox where only the real child reads high."""
     import torch
 
-    from gpu_runner import evaluate, guards
+    from gpu_runner import guards
 
     res: dict[str, Any] = out.setdefault("kernel_time", {})
 
     def child(role: str) -> dict:
-        session: Any = None
-        session = evaluate.Session(role, device=device, limits_=evaluate._limits(device, role),
-                                   on_build=_child_builder(device, lambda: session))
+        session = _open_child(role, problem_path, solution_path, device)
         try:
-            (session.workdir / "problem.py").write_text(problem_path.read_text())
-            if role == "solution":
-                (session.workdir / "solution.py").write_text(solution_path.read_text())
-            session.request("load", timeout=600, device=device, seed=0, problem_file="problem.py",
-                            solution_file="solution.py" if role == "solution" else None, policy={})
             got = {"after load": session.request("profile", seed=7, calls=10, warmup=5)}
             session.request("prepare_timing", seeds=[11, 12, 13])
             session.request("warmup", calls=WARMUP, max_s=30)
@@ -477,6 +452,12 @@ def profiler_excess(problem_path: Path, solution_path: Path, device: str, deadli
             _guarded(res, f"child {role}", lambda role=role: child(role))
             save()
     model, model_new, inputs, _flush = _setup(problem_path, solution_path, device, "excess")
+    # Made before the process guards, as in the real child (its construction imports torch._dynamo, which the
+    # guards would refuse parts of: a Harness made after them ended this process at times on the development
+    # machine, exit 1 and no word).
+    from gpu_runner.child import Harness
+
+    harness = Harness(_Parent(), "solution", {})
     with torch.no_grad():
         for key, fn in (("plain solution", model_new), ("plain solution, again", model_new),
                         ("plain eager", model)):
@@ -496,14 +477,8 @@ def profiler_excess(problem_path: Path, solution_path: Path, device: str, deadli
 
     with torch.no_grad():
         measure_guarded("process guards installed")
-        with guards.forward_guard({"record_ops": True}):
-            model_new(*inputs)
-        measure_guarded("after one recorded call")
 
     def harness_profile() -> dict:
-        from gpu_runner.child import Harness
-
-        harness = Harness(_Parent(), "solution", {})
         harness.op_load({"device": device, "seed": 0, "problem_file": str(problem_path),
                          "solution_file": str(solution_path), "policy": {}})
         harness.op_prepare_timing({"seeds": [11, 12, 13]})
@@ -513,30 +488,45 @@ def profiler_excess(problem_path: Path, solution_path: Path, device: str, deadli
         reply = harness.op_profile({"seed": 7, "calls": 10, "warmup": 5, "drop_sets": True})
         return {f: reply.get(f) for f in ("kernel_time_us", "device_busy_us", "why")}
 
+    # Its timing's recorded calls come before the last pair of measurements.
     if time.monotonic() < deadline:
         _guarded(res, "harness solution after a timing", harness_profile)
     else:
         res["harness solution after a timing"] = {"skipped": "deadline"}
     save()
+    with torch.no_grad():
+        measure_guarded("after the Harness's timing and its recorded calls")
 
 
-def _child_builder(device: str, session: Any) -> Any:
-    """A child's build request answered as the evaluation answers it: built (or found) in the cache, a private
-    copy in the child's directory."""
+def _open_child(role: str, problem: Path, solution: Path, device: str) -> Any:
+    """The evaluator's own child for `role`, started as an evaluation starts it (sandbox.spawn, locked down), its
+    build requests answered as the evaluation answers them (built or found in the cache, a private copy in the
+    child's directory), the problem (and the solution) loaded."""
     import shutil
 
-    from gpu_runner import builds
+    from gpu_runner import builds, evaluate
 
     def on_build(raw: Any) -> dict:
         req = builds.validate_request(raw)
         res = builds.build(req, device=device)
         if not res.ok or res.library is None:
             return {"ok": False, "message": res.message}
-        target = session().workdir / "ext" / res.key
+        target = session.workdir / "ext" / res.key
         target.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(res.library, target / res.library.name)
         return {"ok": True, "dir": f"ext/{res.key}"}
-    return on_build
+
+    session = evaluate.Session(role, device=device, limits_=evaluate._limits(device, role), on_build=on_build)
+    try:
+        (session.workdir / "problem.py").write_text(problem.read_text())
+        if role == "solution":
+            (session.workdir / "solution.py").write_text(solution.read_text())
+        session.request("load", timeout=600, device=device, seed=0, problem_file="problem.py",
+                        solution_file="solution.py" if role == "solution" else None, policy={})
+    except BaseException:
+        session.close()
+        raise
+    return session
 
 
 def main(argv: list[str] | None = None) -> int:
